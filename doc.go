@@ -1,0 +1,31 @@
+// Package podstart is the kubelet's pod-start path as a library: small
+// packages that a node agent, an operator or a unit test can import without
+// importing kubelet.
+//
+// runtime is the seam to a container runtime: two small interfaces over the
+// CRI v1 calls pod start makes, one place where runtime errors are
+// classified for errors.Is, a gRPC client (Dial) for containerd, CRI-O and
+// any CRI endpoint, and runtime/fake, an in-memory runtime that can also be
+// served on a unix socket.
+//
+// credentials is the node keyring: kubelet's docker config search order and
+// registry matching, keyrings from pod pull secrets, caching, and, beyond
+// kubelet, credential helpers and exec credential provider plugins.
+//
+// images is EnsureImageExists: default tag, pull policy, per pod and image
+// back-off, serial or parallel pulls with a limit, one runtime pull shared
+// by concurrent callers with the same credentials, and kubelet's errors and
+// events.
+//
+// mounts turns a container's volume mounts into runtime mounts: safe
+// subPaths that never resolve outside their volume, the managed /etc/hosts,
+// mount propagation, the termination message file, CRI mounts and docker
+// bind strings.
+//
+// podsync decides what to do with a pod (sandbox, init containers in order,
+// sidecars, restarts with back-off) as a pure function, and carries it out
+// over CRI with SyncPod.
+//
+// The layers import strictly downward: podsync above images and mounts,
+// all of them above runtime; credentials and mounts stand alone.
+package podstart

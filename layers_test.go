@@ -1,0 +1,187 @@
+package podstart_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/podstart/podstart"
+
+// A rule says what one package of the module may import: which packages of
+// the module (DESIGN.md's floors; nothing may import upward) and which
+// outside packages it must not reach, even indirectly.
+type rule struct {
+	module []string // module packages it may import, relative to the root
+	forbid []string // import path prefixes it must not reach
+	// via lists packages whose imports are not followed: mounts may use
+	// CRI's message types, whose package also holds the gRPC stubs, without
+	// that counting as using gRPC.
+	via []string
+}
+
+var (
+	grpc      = "google.golang.org/grpc"
+	clientGo  = "k8s.io/client-go"
+	klog      = "k8s.io/klog"
+	criTypes  = "k8s.io/cri-api/pkg/apis/runtime/v1"
+	heavyDeps = []string{clientGo, "k8s.io/kubernetes", "go.opentelemetry.io", "k8s.io/component-base"}
+)
+
+// rules by package path relative to the module root; a trailing "/..."
+// covers a subtree. Every package must be covered, so a new package has to
+// state its place here.
+var rules = map[string]rule{
+	"":             {},
+	"runtime":      {forbid: append([]string{"k8s.io/api/"}, heavyDeps...)},
+	"runtime/fake": {module: []string{"runtime"}, forbid: heavyDeps},
+	"credentials":  {forbid: append([]string{grpc, "k8s.io/cri-api"}, heavyDeps...)},
+	"mounts":       {forbid: append([]string{grpc}, heavyDeps...), via: []string{criTypes}},
+	"images":       {module: []string{"credentials", "runtime"}, forbid: heavyDeps},
+	"podsync":      {module: []string{"images", "mounts", "runtime", "internal/..."}, forbid: heavyDeps},
+	"internal/...": {module: []string{"runtime", "runtime/fake", "internal/..."}, forbid: heavyDeps},
+	"examples/...": {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes"}},
+	"test/...":     {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes"}},
+}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Standard   bool
+}
+
+func listPackages(t *testing.T) map[string]*pkg {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-json", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	pkgs := map[string]*pkg{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs[p.ImportPath] = &p
+	}
+	return pkgs
+}
+
+func matches(pattern, rel string) bool {
+	if pattern == "..." {
+		return true
+	}
+	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return rel == base || strings.HasPrefix(rel, base+"/")
+	}
+	return pattern == rel
+}
+
+func ruleFor(rel string) (rule, bool) {
+	if r, ok := rules[rel]; ok {
+		return r, true
+	}
+	for pattern, r := range rules {
+		if strings.HasSuffix(pattern, "/...") && matches(pattern, rel) {
+			return r, true
+		}
+	}
+	return rule{}, false
+}
+
+func TestLayers(t *testing.T) {
+	pkgs := listPackages(t)
+	var own []string
+	for path := range pkgs {
+		if path == module || strings.HasPrefix(path, module+"/") {
+			own = append(own, path)
+		}
+	}
+	sort.Strings(own)
+	for _, path := range own {
+		rel := strings.TrimPrefix(strings.TrimPrefix(path, module), "/")
+		r, ok := ruleFor(rel)
+		if !ok {
+			t.Errorf("package %q has no rule in layers_test.go: say which packages it may import", rel)
+			continue
+		}
+		for _, imp := range pkgs[path].Imports {
+			if imp != module && !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			irel := strings.TrimPrefix(strings.TrimPrefix(imp, module), "/")
+			allowed := false
+			for _, m := range r.module {
+				allowed = allowed || matches(m, irel)
+			}
+			if !allowed {
+				t.Errorf("%s imports %s, which its layer does not allow", rel, irel)
+			}
+		}
+		if chain := reach(pkgs, path, r); chain != "" {
+			t.Errorf("%s reaches a forbidden package: %s", rel, chain)
+		}
+	}
+}
+
+// reach returns the import chain from root to the first forbidden package,
+// or "".
+func reach(pkgs map[string]*pkg, root string, r rule) string {
+	parent := map[string]string{root: ""}
+	queue := []string{root}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		for _, f := range r.forbid {
+			if strings.HasPrefix(cur, f) {
+				chain := []string{cur}
+				for p := parent[cur]; p != ""; p = parent[p] {
+					chain = append([]string{p}, chain...)
+				}
+				return strings.Join(chain, " → ")
+			}
+		}
+		skip := false
+		for _, v := range r.via {
+			skip = skip || cur == v
+		}
+		if skip || pkgs[cur] == nil {
+			continue
+		}
+		for _, imp := range pkgs[cur].Imports {
+			if _, seen := parent[imp]; !seen {
+				parent[imp] = cur
+				queue = append(queue, imp)
+			}
+		}
+	}
+	return ""
+}
+
+// TestLayerRuleBites makes sure the check can fail, on the real graph and
+// on a made-up one where "via" stops the walk.
+func TestLayerRuleBites(t *testing.T) {
+	pkgs := listPackages(t)
+	chain := reach(pkgs, module+"/runtime/fake", rule{forbid: []string{grpc}})
+	if !strings.HasPrefix(chain, module+"/runtime/fake → ") || !strings.Contains(chain, grpc) {
+		t.Fatalf("forbidden gRPC not found from runtime/fake: %q", chain)
+	}
+	graph := map[string]*pkg{
+		"a":         {ImportPath: "a", Imports: []string{"types"}},
+		"types":     {ImportPath: "types", Imports: []string{grpc + "/x"}},
+		grpc + "/x": {ImportPath: grpc + "/x"},
+	}
+	if got := reach(graph, "a", rule{forbid: []string{grpc}}); got != "a → types → "+grpc+"/x" {
+		t.Errorf("chain = %q", got)
+	}
+	if got := reach(graph, "a", rule{forbid: []string{grpc}, via: []string{"types"}}); got != "" {
+		t.Errorf("via not honoured: %q", got)
+	}
+}

@@ -1,0 +1,783 @@
+package fake
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/distribution/reference"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/podstart/podstart/runtime"
+)
+
+// Runtime is an in-memory CRI runtime. It implements runtime.Runtime and is
+// safe for concurrent use. Build it with New.
+type Runtime struct {
+	clock clock.Clock
+
+	mu           sync.Mutex
+	nextID       int
+	images       map[string]*runtimeapi.Image // by image ID
+	registry     map[string]bool              // pullable names; nil: anything
+	auth         map[string]credential        // registry host → required credential
+	imageSize    uint64
+	sandboxes    map[string]*sandbox
+	containers   map[string]*container
+	calls        []Call
+	interceptors []*interceptor
+	onStart      StartFunc
+	onExec       ExecFunc
+}
+
+type credential struct{ username, password string }
+
+type sandbox struct {
+	id        string
+	config    *runtimeapi.PodSandboxConfig
+	handler   string
+	state     runtimeapi.PodSandboxState
+	createdAt int64
+	ip        string
+}
+
+type container struct {
+	id        string
+	sandboxID string
+	config    *runtimeapi.ContainerConfig
+	imageRef  string
+	state     runtimeapi.ContainerState
+	createdAt int64
+	startedAt int64
+	exitedAt  int64
+	exit      Exit
+}
+
+// Exit is how a container ended.
+type Exit struct {
+	Code    int32
+	Reason  string // "Completed" or "Error" when empty, as containerd reports
+	Message string
+}
+
+// StartFunc decides what a container does when it starts: nil keeps it
+// running, an *Exit ends it at once with that status (an init container
+// that finishes, a crashing app).
+type StartFunc func(config *runtimeapi.ContainerConfig) *Exit
+
+// ExecFunc answers ExecSync; a non-zero exitCode becomes *runtime.ExitError.
+type ExecFunc func(containerID string, cmd []string) (stdout, stderr []byte, exitCode int32, err error)
+
+// Call is one recorded call: the CRI method name and its request message,
+// built as it would travel over the wire.
+type Call struct {
+	Method  string
+	Request proto.Message
+}
+
+// Option configures a Runtime.
+type Option func(*Runtime)
+
+// WithClock sets the clock for timestamps and latency (default: real time).
+func WithClock(c clock.Clock) Option { return func(r *Runtime) { r.clock = c } }
+
+// WithImages seeds images that are present locally.
+func WithImages(refs ...string) Option {
+	return func(r *Runtime) {
+		for _, ref := range refs {
+			name, err := normalize(ref)
+			if err != nil {
+				panic(fmt.Sprintf("fake.WithImages(%q): %v", ref, err))
+			}
+			r.storeImage(name)
+		}
+	}
+}
+
+// WithRegistryImages restricts what PullImage can find to these references;
+// by default every well-formed reference can be pulled.
+func WithRegistryImages(refs ...string) Option {
+	return func(r *Runtime) {
+		if r.registry == nil {
+			r.registry = map[string]bool{}
+		}
+		for _, ref := range refs {
+			name, err := normalize(ref)
+			if err != nil {
+				panic(fmt.Sprintf("fake.WithRegistryImages(%q): %v", ref, err))
+			}
+			r.registry[name] = true
+		}
+	}
+}
+
+// WithRegistryAuth makes pulls from host (as it appears in the normalised
+// reference, e.g. "docker.io" or "127.0.0.1:5000") require these
+// credentials; other credentials, or none, fail as containerd reports a
+// registry's 401.
+func WithRegistryAuth(host, username, password string) Option {
+	return func(r *Runtime) { r.auth[host] = credential{username, password} }
+}
+
+// WithImageSize sets the size reported for pulled and seeded images.
+func WithImageSize(bytes uint64) Option { return func(r *Runtime) { r.imageSize = bytes } }
+
+// WithStartFunc sets what containers do when started (default: keep running).
+func WithStartFunc(f StartFunc) Option { return func(r *Runtime) { r.onStart = f } }
+
+// WithExecFunc sets how ExecSync answers (default: exit 0, no output).
+func WithExecFunc(f ExecFunc) Option { return func(r *Runtime) { r.onExec = f } }
+
+// WithInterceptor adds an interceptor (see Intercept).
+func WithInterceptor(f Interceptor) Option {
+	return func(r *Runtime) { r.interceptors = append(r.interceptors, &interceptor{fn: f}) }
+}
+
+// New returns an empty runtime with the options applied.
+func New(opts ...Option) *Runtime {
+	r := &Runtime{
+		clock:      clock.RealClock{},
+		images:     map[string]*runtimeapi.Image{},
+		auth:       map[string]credential{},
+		imageSize:  1 << 20,
+		sandboxes:  map[string]*sandbox{},
+		containers: map[string]*container{},
+	}
+	for _, opt := range opts {
+		opt(r)
+	}
+	return r
+}
+
+var _ runtime.Runtime = (*Runtime)(nil)
+
+// Calls returns the calls made so far, in order.
+func (r *Runtime) Calls() []Call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Call(nil), r.calls...)
+}
+
+// CallCount returns how many times method was called.
+func (r *Runtime) CallCount(method string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.calls {
+		if c.Method == method {
+			n++
+		}
+	}
+	return n
+}
+
+// ResetCalls forgets the recorded calls.
+func (r *Runtime) ResetCalls() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = nil
+}
+
+// enter records a call and runs the interceptors outside the lock.
+func (r *Runtime) enter(ctx context.Context, method string, req proto.Message) error {
+	r.mu.Lock()
+	r.calls = append(r.calls, Call{Method: method, Request: req})
+	ics := append([]*interceptor(nil), r.interceptors...)
+	r.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return runtime.Classify(err)
+	}
+	for _, ic := range ics {
+		if err := ic.fn(ctx, method, req); err != nil {
+			return runtime.Classify(err)
+		}
+	}
+	return nil
+}
+
+func (r *Runtime) now() int64 { return r.clock.Now().UnixNano() }
+
+func (r *Runtime) newID(prefix string) string {
+	r.nextID++
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s-%d", prefix, r.nextID)))
+	return hex.EncodeToString(sum[:])
+}
+
+func fail(code codes.Code, format string, args ...any) error {
+	return runtime.Classify(status.Errorf(code, format, args...))
+}
+
+// normalize gives the fully qualified reference containerd would store:
+// "busybox" → "docker.io/library/busybox:latest".
+func normalize(ref string) (string, error) {
+	named, err := reference.ParseDockerRef(ref)
+	if err != nil {
+		return "", err
+	}
+	return named.String(), nil
+}
+
+func imageID(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// storeImage records name as present and returns the image. Callers hold mu
+// (or own r exclusively, as options do).
+func (r *Runtime) storeImage(name string) *runtimeapi.Image {
+	if img := r.findImage(name); img != nil {
+		return img
+	}
+	repo := name
+	if named, err := reference.ParseNormalizedNamed(name); err == nil {
+		repo = named.Name()
+	}
+	id := imageID(name)
+	img := &runtimeapi.Image{
+		Id:          id,
+		RepoTags:    []string{name},
+		RepoDigests: []string{repo + "@" + id},
+		Size:        r.imageSize,
+		Spec:        &runtimeapi.ImageSpec{Image: name},
+	}
+	if strings.Contains(name, "@") {
+		img.RepoTags = nil
+		img.RepoDigests = []string{name}
+	}
+	r.images[id] = img
+	return img
+}
+
+func (r *Runtime) findImage(ref string) *runtimeapi.Image {
+	if img, ok := r.images[ref]; ok {
+		return img
+	}
+	name, err := normalize(ref)
+	if err != nil {
+		return nil
+	}
+	for _, img := range r.images {
+		for _, t := range img.RepoTags {
+			if t == name {
+				return img
+			}
+		}
+		for _, d := range img.RepoDigests {
+			if d == name {
+				return img
+			}
+		}
+	}
+	return nil
+}
+
+// PullImage implements runtime.ImageService. Pulling a present image
+// succeeds again, as in containerd.
+func (r *Runtime) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	req := &runtimeapi.PullImageRequest{Image: clone(image), Auth: clone(auth), SandboxConfig: clone(sandboxConfig)}
+	if err := r.enter(ctx, "PullImage", req); err != nil {
+		return "", err
+	}
+	ref := image.GetImage()
+	name, err := normalize(ref)
+	if err != nil {
+		return "", fail(codes.InvalidArgument, "failed to pull image %q: %v", ref, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.registry != nil && !r.registry[name] {
+		return "", fail(codes.NotFound, "failed to pull and unpack image %q: failed to resolve reference %q: %s: not found", name, name, name)
+	}
+	host := reference.Domain(mustNamed(name))
+	if want, ok := r.auth[host]; ok && !authMatches(auth, want) {
+		return "", fail(codes.Unknown, "failed to pull and unpack image %q: failed to resolve reference %q: pulling from host %s failed with status code [manifests %s]: 401 Unauthorized", name, name, host, tagOf(name))
+	}
+	return r.storeImage(name).Id, nil
+}
+
+func mustNamed(name string) reference.Named {
+	n, _ := reference.ParseNormalizedNamed(name)
+	return n
+}
+
+func tagOf(name string) string {
+	if t, ok := mustNamed(name).(reference.Tagged); ok {
+		return t.Tag()
+	}
+	if d, ok := mustNamed(name).(reference.Digested); ok {
+		return d.Digest().String()
+	}
+	return "latest"
+}
+
+func authMatches(a *runtimeapi.AuthConfig, want credential) bool {
+	if a == nil {
+		return false
+	}
+	user, pass := a.Username, a.Password
+	if a.Auth != "" {
+		if dec, err := base64.StdEncoding.DecodeString(a.Auth); err == nil {
+			if u, p, ok := strings.Cut(string(dec), ":"); ok {
+				user, pass = u, p
+			}
+		}
+	}
+	return user == want.username && pass == want.password
+}
+
+// ImageStatus implements runtime.ImageService.
+func (r *Runtime) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error) {
+	if err := r.enter(ctx, "ImageStatus", &runtimeapi.ImageStatusRequest{Image: clone(image), Verbose: verbose}); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return &runtimeapi.ImageStatusResponse{Image: clone(r.findImage(image.GetImage()))}, nil
+}
+
+// ListImages implements runtime.ImageService.
+func (r *Runtime) ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
+	if err := r.enter(ctx, "ListImages", &runtimeapi.ListImagesRequest{Filter: clone(filter)}); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*runtimeapi.Image
+	want := filter.GetImage().GetImage()
+	var match *runtimeapi.Image
+	if want != "" {
+		match = r.findImage(want)
+	}
+	for _, img := range r.images {
+		if want == "" || img == match {
+			out = append(out, clone(img))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Id < out[j].Id })
+	return out, nil
+}
+
+// RemoveImage implements runtime.ImageService.
+func (r *Runtime) RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) error {
+	if err := r.enter(ctx, "RemoveImage", &runtimeapi.RemoveImageRequest{Image: clone(image)}); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if img := r.findImage(image.GetImage()); img != nil {
+		delete(r.images, img.Id)
+	}
+	return nil
+}
+
+// Version implements runtime.RuntimeService.
+func (r *Runtime) Version(ctx context.Context, apiVersion string) (*runtimeapi.VersionResponse, error) {
+	if err := r.enter(ctx, "Version", &runtimeapi.VersionRequest{Version: apiVersion}); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.VersionResponse{Version: "0.1.0", RuntimeName: "podstart-fake", RuntimeVersion: "0.1.0", RuntimeApiVersion: "v1"}, nil
+}
+
+// Status implements runtime.RuntimeService: the runtime and its network are
+// always ready.
+func (r *Runtime) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error) {
+	if err := r.enter(ctx, "Status", &runtimeapi.StatusRequest{Verbose: verbose}); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
+		{Type: runtimeapi.RuntimeReady, Status: true},
+		{Type: runtimeapi.NetworkReady, Status: true},
+	}}}, nil
+}
+
+// RunPodSandbox implements runtime.RuntimeService. Pod-network sandboxes
+// get an address from 10.88.0.0/16, as containerd's default CNI config.
+func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error) {
+	if err := r.enter(ctx, "RunPodSandbox", &runtimeapi.RunPodSandboxRequest{Config: clone(config), RuntimeHandler: runtimeHandler}); err != nil {
+		return "", err
+	}
+	if config.GetMetadata() == nil {
+		return "", fail(codes.InvalidArgument, "sandbox config must include metadata")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := &sandbox{id: r.newID("sandbox"), config: clone(config), handler: runtimeHandler, state: runtimeapi.PodSandboxState_SANDBOX_READY, createdAt: r.now()}
+	if config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() != runtimeapi.NamespaceMode_NODE {
+		s.ip = fmt.Sprintf("10.88.%d.%d", (r.nextID/250)%250, r.nextID%250+2)
+	}
+	r.sandboxes[s.id] = s
+	return s.id, nil
+}
+
+// StopPodSandbox implements runtime.RuntimeService: the sandbox becomes not
+// ready and its running containers exit.
+func (r *Runtime) StopPodSandbox(ctx context.Context, id string) error {
+	if err := r.enter(ctx, "StopPodSandbox", &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.sandboxes[id]
+	if !ok {
+		return fail(codes.NotFound, "an error occurred when try to find sandbox %q: not found", id)
+	}
+	r.stopSandbox(s)
+	return nil
+}
+
+func (r *Runtime) stopSandbox(s *sandbox) {
+	s.state = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	for _, c := range r.containers {
+		if c.sandboxID == s.id && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			r.exitContainer(c, Exit{Code: 137, Reason: "Error"})
+		}
+	}
+}
+
+// RemovePodSandbox implements runtime.RuntimeService; it removes the
+// sandbox's containers too. Removing an absent sandbox succeeds.
+func (r *Runtime) RemovePodSandbox(ctx context.Context, id string) error {
+	if err := r.enter(ctx, "RemovePodSandbox", &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id}); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s, ok := r.sandboxes[id]; ok && s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
+		return fail(codes.FailedPrecondition, "sandbox container %q is not fully stopped", id)
+	}
+	for cid, c := range r.containers {
+		if c.sandboxID == id {
+			delete(r.containers, cid)
+		}
+	}
+	delete(r.sandboxes, id)
+	return nil
+}
+
+// PodSandboxStatus implements runtime.RuntimeService.
+func (r *Runtime) PodSandboxStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error) {
+	if err := r.enter(ctx, "PodSandboxStatus", &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: verbose}); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.sandboxes[id]
+	if !ok {
+		return nil, fail(codes.NotFound, "an error occurred when try to find sandbox: not found")
+	}
+	st := &runtimeapi.PodSandboxStatus{
+		Id:             s.id,
+		Metadata:       clone(s.config.Metadata),
+		State:          s.state,
+		CreatedAt:      s.createdAt,
+		Labels:         copyMap(s.config.Labels),
+		Annotations:    copyMap(s.config.Annotations),
+		RuntimeHandler: s.handler,
+		Linux: &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{
+			Options: clone(s.config.GetLinux().GetSecurityContext().GetNamespaceOptions()),
+		}},
+	}
+	if s.ip != "" {
+		st.Network = &runtimeapi.PodSandboxNetworkStatus{Ip: s.ip}
+	}
+	return &runtimeapi.PodSandboxStatusResponse{Status: st}, nil
+}
+
+// ListPodSandbox implements runtime.RuntimeService, newest first.
+func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	if err := r.enter(ctx, "ListPodSandbox", &runtimeapi.ListPodSandboxRequest{Filter: clone(filter)}); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*runtimeapi.PodSandbox
+	for _, s := range r.sandboxes {
+		if f := filter; f != nil {
+			if f.Id != "" && f.Id != s.id || f.State != nil && f.State.State != s.state || !labelsMatch(s.config.Labels, f.LabelSelector) {
+				continue
+			}
+		}
+		out = append(out, &runtimeapi.PodSandbox{
+			Id: s.id, Metadata: clone(s.config.Metadata), State: s.state, CreatedAt: s.createdAt,
+			Labels: copyMap(s.config.Labels), Annotations: copyMap(s.config.Annotations), RuntimeHandler: s.handler,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CreatedAt != out[j].CreatedAt {
+			return out[i].CreatedAt > out[j].CreatedAt
+		}
+		return out[i].Id < out[j].Id
+	})
+	return out, nil
+}
+
+// CreateContainer implements runtime.RuntimeService. As in containerd, the
+// sandbox must exist and the image must be present.
+func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	req := &runtimeapi.CreateContainerRequest{PodSandboxId: sandboxID, Config: clone(config), SandboxConfig: clone(sandboxConfig)}
+	if err := r.enter(ctx, "CreateContainer", req); err != nil {
+		return "", err
+	}
+	if config.GetMetadata() == nil {
+		return "", fail(codes.InvalidArgument, "container config must include metadata")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.sandboxes[sandboxID]
+	if !ok {
+		return "", fail(codes.NotFound, "failed to get sandbox %q: not found", sandboxID)
+	}
+	if s.state != runtimeapi.PodSandboxState_SANDBOX_READY {
+		return "", fail(codes.FailedPrecondition, "sandbox %q is not running", sandboxID)
+	}
+	img := r.findImage(config.GetImage().GetImage())
+	if img == nil {
+		return "", fail(codes.NotFound, "failed to get image %q: not found", config.GetImage().GetImage())
+	}
+	c := &container{
+		id: r.newID("container"), sandboxID: sandboxID, config: clone(config), imageRef: img.Id,
+		state: runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.now(),
+	}
+	r.containers[c.id] = c
+	return c.id, nil
+}
+
+func (r *Runtime) container(id string) (*container, error) {
+	c, ok := r.containers[id]
+	if !ok {
+		return nil, fail(codes.NotFound, "an error occurred when try to find container %q: not found", id)
+	}
+	return c, nil
+}
+
+// StartContainer implements runtime.RuntimeService. What the container does
+// next is decided by the StartFunc.
+func (r *Runtime) StartContainer(ctx context.Context, id string) error {
+	if err := r.enter(ctx, "StartContainer", &runtimeapi.StartContainerRequest{ContainerId: id}); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := r.container(id)
+	if err != nil {
+		return err
+	}
+	if c.state != runtimeapi.ContainerState_CONTAINER_CREATED {
+		return fail(codes.FailedPrecondition, "container %q is in %s state", id, c.state)
+	}
+	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
+	c.startedAt = r.now()
+	if r.onStart != nil {
+		if exit := r.onStart(clone(c.config)); exit != nil {
+			r.exitContainer(c, *exit)
+		}
+	}
+	return nil
+}
+
+func (r *Runtime) exitContainer(c *container, e Exit) {
+	if e.Reason == "" {
+		e.Reason = "Completed"
+		if e.Code != 0 {
+			e.Reason = "Error"
+		}
+	}
+	c.state = runtimeapi.ContainerState_CONTAINER_EXITED
+	c.exitedAt = r.now()
+	c.exit = e
+}
+
+// StopContainer implements runtime.RuntimeService. A running container exits
+// with 143 ("Error"), as a shell killed by SIGTERM does under containerd.
+func (r *Runtime) StopContainer(ctx context.Context, id string, timeout int64) error {
+	if err := r.enter(ctx, "StopContainer", &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: timeout}); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := r.container(id)
+	if err != nil {
+		return err
+	}
+	if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+		r.exitContainer(c, Exit{Code: 143, Reason: "Error"})
+	} else if c.state == runtimeapi.ContainerState_CONTAINER_CREATED {
+		r.exitContainer(c, Exit{Code: 0, Reason: "Completed"})
+	}
+	return nil
+}
+
+// RemoveContainer implements runtime.RuntimeService (forcibly, as CRI asks).
+// Removing an absent container succeeds.
+func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
+	if err := r.enter(ctx, "RemoveContainer", &runtimeapi.RemoveContainerRequest{ContainerId: id}); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.containers, id)
+	return nil
+}
+
+// ListContainers implements runtime.RuntimeService, oldest first.
+func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	if err := r.enter(ctx, "ListContainers", &runtimeapi.ListContainersRequest{Filter: clone(filter)}); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*runtimeapi.Container
+	for _, c := range r.containers {
+		if f := filter; f != nil {
+			if f.Id != "" && f.Id != c.id || f.PodSandboxId != "" && f.PodSandboxId != c.sandboxID ||
+				f.State != nil && f.State.State != c.state || !labelsMatch(c.config.Labels, f.LabelSelector) {
+				continue
+			}
+		}
+		out = append(out, &runtimeapi.Container{
+			Id: c.id, PodSandboxId: c.sandboxID, Metadata: clone(c.config.Metadata), Image: clone(c.config.Image),
+			ImageRef: c.imageRef, State: c.state, CreatedAt: c.createdAt,
+			Labels: copyMap(c.config.Labels), Annotations: copyMap(c.config.Annotations),
+		})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CreatedAt != out[j].CreatedAt {
+			return out[i].CreatedAt < out[j].CreatedAt
+		}
+		return out[i].Id < out[j].Id
+	})
+	return out, nil
+}
+
+// ContainerStatus implements runtime.RuntimeService.
+func (r *Runtime) ContainerStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.ContainerStatusResponse, error) {
+	if err := r.enter(ctx, "ContainerStatus", &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: verbose}); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := r.container(id)
+	if err != nil {
+		return nil, err
+	}
+	st := &runtimeapi.ContainerStatus{
+		Id: c.id, Metadata: clone(c.config.Metadata), State: c.state,
+		CreatedAt: c.createdAt, StartedAt: c.startedAt, FinishedAt: c.exitedAt,
+		Image: clone(c.config.Image), ImageRef: c.imageRef,
+		Labels: copyMap(c.config.Labels), Annotations: copyMap(c.config.Annotations),
+		Mounts: cloneAll(c.config.Mounts), LogPath: c.config.LogPath,
+	}
+	if c.state == runtimeapi.ContainerState_CONTAINER_EXITED {
+		st.ExitCode, st.Reason, st.Message = c.exit.Code, c.exit.Reason, c.exit.Message
+	}
+	return &runtimeapi.ContainerStatusResponse{Status: st}, nil
+}
+
+// ExecSync implements runtime.RuntimeService; the container must be running.
+func (r *Runtime) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) ([]byte, []byte, error) {
+	if err := r.enter(ctx, "ExecSync", &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: append([]string(nil), cmd...), Timeout: int64(timeout.Seconds())}); err != nil {
+		return nil, nil, err
+	}
+	r.mu.Lock()
+	c, err := r.container(id)
+	var running bool
+	if err == nil {
+		running = c.state == runtimeapi.ContainerState_CONTAINER_RUNNING
+	}
+	onExec := r.onExec
+	r.mu.Unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !running {
+		return nil, nil, fail(codes.FailedPrecondition, "container %q is not running", id)
+	}
+	if onExec == nil {
+		return nil, nil, nil
+	}
+	stdout, stderr, code, err := onExec(id, cmd)
+	if err != nil {
+		return nil, nil, runtime.Classify(err)
+	}
+	if code != 0 {
+		return stdout, stderr, &runtime.ExitError{Cmd: cmd, ExitCode: code, Stderr: stderr}
+	}
+	return stdout, stderr, nil
+}
+
+// ExitContainer ends a running container with e, as if its process exited.
+func (r *Runtime) ExitContainer(id string, e Exit) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := r.container(id)
+	if err != nil {
+		return err
+	}
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return fail(codes.FailedPrecondition, "container %q is in %s state", id, c.state)
+	}
+	r.exitContainer(c, e)
+	return nil
+}
+
+// KillSandbox makes a sandbox die outside of any CRI call, as when its
+// pause process is killed: it becomes not ready and its containers exit 137.
+func (r *Runtime) KillSandbox(id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.sandboxes[id]
+	if !ok {
+		return fail(codes.NotFound, "sandbox %q: not found", id)
+	}
+	r.stopSandbox(s)
+	return nil
+}
+
+func labelsMatch(labels, selector map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// clone deep-copies a CRI message so callers and the fake never share state.
+func clone[T proto.Message](m T) T {
+	if m.ProtoReflect().IsValid() {
+		return proto.Clone(m).(T)
+	}
+	return m
+}
+
+func cloneAll[T proto.Message](ms []T) []T {
+	if ms == nil {
+		return nil
+	}
+	out := make([]T, len(ms))
+	for i, m := range ms {
+		out[i] = clone(m)
+	}
+	return out
+}

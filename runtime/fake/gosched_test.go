@@ -1,0 +1,5 @@
+package fake_test
+
+import goruntime "runtime"
+
+func runtimeGosched() { goruntime.Gosched() }

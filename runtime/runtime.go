@@ -1,0 +1,71 @@
+package runtime
+
+import (
+	"context"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ImageService is the part of the CRI image service that pod start uses.
+// Its methods have the same signatures as the matching methods of
+// k8s.io/cri-api/pkg/apis.ImageManagerService, so kubelet's own clients and
+// cri-api's testing fakes satisfy it unchanged.
+type ImageService interface {
+	// PullImage pulls an image with the given credentials (nil for an
+	// anonymous pull) and returns the image reference the runtime stored.
+	PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, podSandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
+	// ImageStatus reports an image; a nil Image in the response means the
+	// image is not present, which is not an error.
+	ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error)
+	// ListImages lists the images that match filter (all when nil).
+	ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error)
+	// RemoveImage removes an image; removing an absent image succeeds.
+	RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) error
+}
+
+// Versioner reports the runtime's name and version.
+type Versioner interface {
+	Version(ctx context.Context, apiVersion string) (*runtimeapi.VersionResponse, error)
+}
+
+// SandboxManager runs and inspects pod sandboxes.
+type SandboxManager interface {
+	RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error)
+	StopPodSandbox(ctx context.Context, podSandboxID string) error
+	RemovePodSandbox(ctx context.Context, podSandboxID string) error
+	PodSandboxStatus(ctx context.Context, podSandboxID string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error)
+	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
+}
+
+// ContainerManager creates, runs and inspects containers, and runs
+// commands in them (for lifecycle hooks).
+type ContainerManager interface {
+	CreateContainer(ctx context.Context, podSandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
+	StartContainer(ctx context.Context, containerID string) error
+	StopContainer(ctx context.Context, containerID string, timeout int64) error
+	RemoveContainer(ctx context.Context, containerID string) error
+	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+	ContainerStatus(ctx context.Context, containerID string, verbose bool) (*runtimeapi.ContainerStatusResponse, error)
+	// ExecSync runs cmd in the container and waits at most timeout (0: no
+	// limit). A non-zero exit is reported as an error that wraps *ExitError.
+	ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (stdout []byte, stderr []byte, err error)
+}
+
+// RuntimeService is the part of the CRI runtime service that pod start uses.
+// Its methods have the same signatures as the matching methods of
+// k8s.io/cri-api/pkg/apis.RuntimeService.
+type RuntimeService interface {
+	Versioner
+	// Status reports whether the runtime and its network are ready.
+	Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error)
+	SandboxManager
+	ContainerManager
+}
+
+// Runtime is a value that serves both CRI services, as a container runtime
+// endpoint does. Both the gRPC client from Dial and runtime/fake are one.
+type Runtime interface {
+	ImageService
+	RuntimeService
+}
