@@ -1,0 +1,376 @@
+package credentials
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"net/url"
+
+	"golang.org/x/sync/singleflight"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeletconfig "k8s.io/kubelet/config/v1"
+	cpv1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// Errors of exec credential provider plugins.
+var (
+	// ErrPluginConfig: a CredentialProviderConfig is invalid.
+	ErrPluginConfig = errors.New("invalid credential provider config")
+	// ErrPluginFailed: a plugin exited non-zero, timed out or could not run.
+	ErrPluginFailed = errors.New("credential provider plugin failed")
+	// ErrPluginResponse: a plugin's output is not a valid response.
+	ErrPluginResponse = errors.New("invalid credential provider plugin response")
+)
+
+const (
+	configGroup    = "kubelet.config.k8s.io"
+	pluginGroup    = "credentialprovider.kubelet.k8s.io"
+	globalCacheKey = "<global>"
+)
+
+var pluginAPIVersions = []string{pluginGroup + "/v1", pluginGroup + "/v1alpha1", pluginGroup + "/v1beta1"}
+
+// LoadPluginConfig reads a CredentialProviderConfig (YAML or JSON,
+// kubelet.config.k8s.io v1alpha1, v1beta1 or v1) from a file, or from every
+// .json, .yaml and .yml file of a directory in lexical order, decoding
+// strictly and validating as kubelet does. Service-account token mode
+// (tokenAttributes) is not supported and is rejected.
+func LoadPluginConfig(path string) (*kubeletconfig.CredentialProviderConfig, error) {
+	if path == "" {
+		return nil, fmt.Errorf("%w: credential provider config path is empty", ErrPluginConfig)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrPluginConfig, err)
+	}
+	files := []string{path}
+	if info.IsDir() {
+		entries, err := os.ReadDir(path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrPluginConfig, err)
+		}
+		files = files[:0]
+		for _, e := range entries {
+			ext := filepath.Ext(e.Name())
+			if e.Type().IsRegular() && (ext == ".json" || ext == ".yaml" || ext == ".yml") {
+				files = append(files, filepath.Join(path, e.Name()))
+			}
+		}
+		sort.Strings(files)
+		if len(files) == 0 {
+			return nil, fmt.Errorf("%w: no configuration files found in directory %q", ErrPluginConfig, path)
+		}
+	}
+	out := &kubeletconfig.CredentialProviderConfig{}
+	seen := map[string]bool{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrPluginConfig, err)
+		}
+		cfg, err := ParsePluginConfig(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		for _, p := range cfg.Providers {
+			if seen[p.Name] {
+				return nil, fmt.Errorf("%w: duplicate provider name %q found in configuration file(s)", ErrPluginConfig, p.Name)
+			}
+			seen[p.Name] = true
+			out.Providers = append(out.Providers, p)
+		}
+	}
+	return out, nil
+}
+
+// ParsePluginConfig decodes and validates one CredentialProviderConfig
+// document.
+func ParsePluginConfig(data []byte) (*kubeletconfig.CredentialProviderConfig, error) {
+	var cfg kubeletconfig.CredentialProviderConfig
+	jsonData, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrPluginConfig, err)
+	}
+	strictErrs, err := kjson.UnmarshalStrict(jsonData, &cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrPluginConfig, err)
+	}
+	if len(strictErrs) > 0 {
+		return nil, fmt.Errorf("%w: strict decoding error: %v", ErrPluginConfig, errors.Join(strictErrs...))
+	}
+	if cfg.Kind != "CredentialProviderConfig" {
+		return nil, fmt.Errorf("%w: failed to decode %q (wrong Kind)", ErrPluginConfig, cfg.Kind)
+	}
+	group, version, _ := strings.Cut(cfg.APIVersion, "/")
+	if group != configGroup || (version != "v1" && version != "v1beta1" && version != "v1alpha1") {
+		return nil, fmt.Errorf("%w: failed to decode CredentialProviderConfig, unexpected Group: %s", ErrPluginConfig, cfg.APIVersion)
+	}
+	if err := validatePluginConfig(&cfg); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrPluginConfig, err)
+	}
+	return &cfg, nil
+}
+
+func validatePluginConfig(cfg *kubeletconfig.CredentialProviderConfig) error {
+	var errs []error
+	if len(cfg.Providers) == 0 {
+		errs = append(errs, errors.New("providers: Required value: at least 1 item in plugins is required"))
+	}
+	names := map[string]bool{}
+	for _, p := range cfg.Providers {
+		switch {
+		case p.Name == "":
+			errs = append(errs, errors.New("providers.name: Required value: name is required"))
+		case strings.Contains(p.Name, "/"):
+			errs = append(errs, fmt.Errorf("providers.name: Invalid value: %q: provider name cannot contain '/'", p.Name))
+		case strings.Contains(p.Name, " "):
+			errs = append(errs, fmt.Errorf("providers.name: Invalid value: %q: provider name cannot contain spaces", p.Name))
+		case p.Name == "." || p.Name == "..":
+			errs = append(errs, fmt.Errorf("providers.name: Invalid value: %q: provider name cannot be '.' or '..'", p.Name))
+		case names[p.Name]:
+			errs = append(errs, fmt.Errorf("providers.name: Duplicate value: %q", p.Name))
+		}
+		names[p.Name] = true
+		if len(p.MatchImages) == 0 {
+			errs = append(errs, errors.New("providers.matchImages: Required value: at least 1 item in matchImages is required"))
+		}
+		for _, m := range p.MatchImages {
+			if _, _, _, ok := parseSlow(m); !ok {
+				_, err := parseURLError(m)
+				errs = append(errs, fmt.Errorf("providers.matchImages: Invalid value: %q: match image is invalid: %v", m, err))
+			}
+		}
+		if p.DefaultCacheDuration == nil {
+			errs = append(errs, errors.New("providers.defaultCacheDuration: Required value: defaultCacheDuration is required"))
+		} else if p.DefaultCacheDuration.Duration < 0 {
+			errs = append(errs, fmt.Errorf("providers.defaultCacheDuration: Invalid value: %q: must be greater than or equal to 0", p.DefaultCacheDuration.Duration))
+		}
+		supported := false
+		for _, v := range pluginAPIVersions {
+			supported = supported || p.APIVersion == v
+		}
+		if !supported {
+			errs = append(errs, fmt.Errorf("providers.apiVersion: Unsupported value: %q: supported values: %q, %q, %q", p.APIVersion, pluginAPIVersions[0], pluginAPIVersions[1], pluginAPIVersions[2]))
+		}
+		if p.TokenAttributes != nil {
+			errs = append(errs, errors.New("providers.tokenAttributes: service account token mode is not supported by podstart"))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// PluginKeyring runs kubelet's exec credential provider plugins (KEP-2133):
+// for each provider in config order whose matchImages match the image, it
+// runs <binDir>/<name> with the request on stdin, caches the answer by its
+// cacheKeyType for its cacheDuration, and looks the image up among the
+// returned credentials as a keyring would. Concurrent lookups of one image
+// share one run. Failures give no credentials, as in kubelet; they reach
+// WithErrorHandler.
+type PluginKeyring struct {
+	providers []*pluginProvider
+}
+
+type pluginProvider struct {
+	cfg  kubeletconfig.CredentialProvider
+	path string
+	o    options
+
+	group    singleflight.Group
+	inflight atomic.Int32 // lookups waiting on group, for tests
+	mu       sync.Mutex
+	cache    map[string]cacheEntry
+}
+
+type cacheEntry struct {
+	cfg     DockerConfig
+	expires time.Time
+}
+
+// NewPluginKeyring checks that every provider's binary exists in binDir.
+func NewPluginKeyring(cfg *kubeletconfig.CredentialProviderConfig, binDir string, opts ...Option) (*PluginKeyring, error) {
+	if info, err := os.Stat(binDir); err != nil || !info.IsDir() {
+		return nil, fmt.Errorf("%w: plugin binary directory %s did not exist", ErrPluginConfig, binDir)
+	}
+	o := newOptions(opts)
+	k := &PluginKeyring{}
+	for _, p := range cfg.Providers {
+		path := filepath.Join(binDir, p.Name)
+		if info, err := os.Stat(path); err != nil || info.IsDir() {
+			return nil, fmt.Errorf("%w: plugin binary executable %s did not exist", ErrPluginConfig, path)
+		}
+		k.providers = append(k.providers, &pluginProvider{cfg: p, path: path, o: o, cache: map[string]cacheEntry{}})
+	}
+	return k, nil
+}
+
+// Lookup implements Keyring.
+func (k *PluginKeyring) Lookup(image string) ([]AuthConfig, bool) {
+	var out []AuthConfig
+	for _, p := range k.providers {
+		cfg := p.provide(image)
+		if len(cfg) == 0 {
+			continue
+		}
+		var ring BasicKeyring
+		ring.Add(cfg)
+		creds, _ := ring.Lookup(image)
+		out = append(out, creds...)
+	}
+	return out, len(out) > 0
+}
+
+func (p *pluginProvider) provide(image string) DockerConfig {
+	matched := false
+	for _, m := range p.cfg.MatchImages {
+		matched = matched || urlsMatchStr(m, image)
+	}
+	if !matched {
+		return nil
+	}
+	registry, _, _ := strings.Cut(image, "/")
+	now := p.o.clock.Now()
+	p.mu.Lock()
+	for _, key := range []string{image, registry, globalCacheKey} {
+		if e, ok := p.cache[key]; ok {
+			if now.Before(e.expires) {
+				p.mu.Unlock()
+				return e.cfg
+			}
+			delete(p.cache, key)
+		}
+	}
+	p.mu.Unlock()
+	p.inflight.Add(1)
+	v, err, _ := p.group.Do(image, func() (any, error) { return p.exec(image, registry) })
+	p.inflight.Add(-1)
+	if err != nil {
+		p.o.onError("credential provider plugin "+p.cfg.Name, err)
+		return nil
+	}
+	return v.(DockerConfig)
+}
+
+func (p *pluginProvider) exec(image, registry string) (DockerConfig, error) {
+	req, _ := json.Marshal(cpv1.CredentialProviderRequest{
+		TypeMeta: metaType("CredentialProviderRequest", p.cfg.APIVersion),
+		Image:    image,
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), p.o.pluginTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, p.path, p.cfg.Args...)
+	cmd.Env = os.Environ()
+	for _, e := range p.cfg.Env {
+		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+	}
+	cmd.Stdin = bytes.NewReader(append(req, '\n'))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Kill the plugin's whole output wait when the deadline passes even if
+	// it left children holding the pipes.
+	cmd.WaitDelay = time.Second
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("timed out after %s", p.o.pluginTimeout)
+		}
+		return nil, fmt.Errorf("%w: error execing credential provider plugin %s for image %s: %v: %s", ErrPluginFailed, p.cfg.Name, image, err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	resp, err := p.decode(stdout.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	cfg := DockerConfig{}
+	for key, a := range resp.Auth {
+		cfg[key] = DockerConfigEntry{Username: a.Username, Password: a.Password, Source: Source{Kind: SourcePlugin, Name: p.cfg.Name}}
+	}
+	var cacheKey string
+	switch resp.CacheKeyType {
+	case cpv1.ImagePluginCacheKeyType:
+		cacheKey = image
+	case cpv1.RegistryPluginCacheKeyType:
+		cacheKey = registry
+	case cpv1.GlobalPluginCacheKeyType:
+		cacheKey = globalCacheKey
+	default:
+		return nil, fmt.Errorf("%w from plugin %s: unknown cacheKeyType %q", ErrPluginResponse, p.cfg.Name, resp.CacheKeyType)
+	}
+	duration := p.cfg.DefaultCacheDuration.Duration
+	if resp.CacheDuration != nil {
+		duration = resp.CacheDuration.Duration
+	}
+	if duration > 0 {
+		p.mu.Lock()
+		p.cache[cacheKey] = cacheEntry{cfg: cfg, expires: p.o.clock.Now().Add(duration)}
+		p.mu.Unlock()
+	}
+	return cfg, nil
+}
+
+// decode checks the response's type before decoding it strictly; decoding
+// errors are not wrapped, so a response's contents never reach a log.
+func (p *pluginProvider) decode(out []byte) (*cpv1.CredentialProviderResponse, error) {
+	var meta struct {
+		Kind       string `json:"kind"`
+		APIVersion string `json:"apiVersion"`
+	}
+	if err := json.Unmarshal(out, &meta); err != nil {
+		return nil, fmt.Errorf("%w: error decoding credential provider plugin response from stdout", ErrPluginResponse)
+	}
+	if meta.APIVersion != p.cfg.APIVersion {
+		return nil, fmt.Errorf("%w: apiVersion from credential plugin response did not match expected apiVersion:%s, actual apiVersion:%s", ErrPluginResponse, p.cfg.APIVersion, meta.APIVersion)
+	}
+	if meta.Kind != "CredentialProviderResponse" {
+		return nil, fmt.Errorf("%w: kind from credential plugin response was %q, not CredentialProviderResponse", ErrPluginResponse, meta.Kind)
+	}
+	var resp cpv1.CredentialProviderResponse
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&resp); err != nil {
+		return nil, fmt.Errorf("%w: error decoding credential provider plugin response from stdout", ErrPluginResponse)
+	}
+	return &resp, nil
+}
+
+// urlsMatchStr is kubelet's URLsMatchStr, used for matchImages: same port,
+// same label count, path prefix, and each label a shell glob.
+func urlsMatchStr(glob, target string) bool {
+	gh, gp, gpath, ok := parseSlow(glob)
+	if !ok {
+		return false
+	}
+	th, tp, tpath, ok := parseSlow(target)
+	if !ok || gp != tp || !strings.HasPrefix(tpath, gpath) {
+		return false
+	}
+	gl, tl := strings.Split(gh, "."), strings.Split(th, ".")
+	if len(gl) != len(tl) {
+		return false
+	}
+	for i := range gl {
+		if ok, err := filepath.Match(gl[i], tl[i]); !ok || err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func parseURLError(s string) (bool, error) {
+	_, err := url.Parse("https://" + s)
+	return err == nil, err
+}
+
+func metaType(kind, apiVersion string) metav1.TypeMeta {
+	return metav1.TypeMeta{Kind: kind, APIVersion: apiVersion}
+}

@@ -1,0 +1,293 @@
+package credentials
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+const pluginConfigYAML = `apiVersion: kubelet.config.k8s.io/v1
+kind: CredentialProviderConfig
+providers:
+  - name: %s
+    matchImages: ["*.registry.io", "reg.example.com:5000"]
+    defaultCacheDuration: 10m
+    apiVersion: credentialprovider.kubelet.k8s.io/v1
+    args: ["--flag"]
+    env:
+      - name: PLUGIN_MODE
+        value: %s
+`
+
+// pluginScript writes a plugin that logs each request to dir/requests and
+// answers according to $PLUGIN_MODE.
+func pluginScript(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "bin")
+	write(t, bin, "fake-plugin", `#!/bin/sh
+req=$(cat)
+echo "$* $req" >> "$PLUGIN_DIR/requests"
+resp() { echo "{\"kind\":\"CredentialProviderResponse\",\"apiVersion\":\"credentialprovider.kubelet.k8s.io/v1\",\"cacheKeyType\":\"$1\",$2\"auth\":{\"*.registry.io\":{\"username\":\"plugin-user\",\"password\":\"s3cret\"}}}"; }
+case "$PLUGIN_MODE" in
+  image) resp Image "" ;;
+  registry) resp Registry "" ;;
+  global) resp Global "" ;;
+  nocache) resp Image '"cacheDuration":"0s",' ;;
+  badkey) resp Bogus "" ;;
+  garbage) echo 'not json s3cret' ;;
+  wrongversion) echo '{"kind":"CredentialProviderResponse","apiVersion":"credentialprovider.kubelet.k8s.io/v1beta1","cacheKeyType":"Image"}' ;;
+  unknownfield) echo '{"kind":"CredentialProviderResponse","apiVersion":"credentialprovider.kubelet.k8s.io/v1","cacheKeyType":"Image","extra":"s3cret"}' ;;
+  fail) echo "denied" >&2; exit 3 ;;
+  hang) exec sleep 30 ;;
+  wait) read x < "$PLUGIN_DIR/release"; resp Image '"cacheDuration":"0s",' ;;
+esac
+`)
+	os.Chmod(filepath.Join(bin, "fake-plugin"), 0o755)
+	t.Setenv("PLUGIN_DIR", dir)
+	return bin
+}
+
+func newPluginKeyring(t *testing.T, mode string, opts ...Option) (*PluginKeyring, string) {
+	t.Helper()
+	dir := t.TempDir()
+	bin := pluginScript(t, dir)
+	cfg, err := ParsePluginConfig([]byte(fmt.Sprintf(pluginConfigYAML, "fake-plugin", mode)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := NewPluginKeyring(cfg, bin, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, dir
+}
+
+func requests(t *testing.T, dir string) []string {
+	data, _ := os.ReadFile(filepath.Join(dir, "requests"))
+	s := strings.TrimSpace(string(data))
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+func TestPluginLookupAndCacheKeys(t *testing.T) {
+	tests := []struct {
+		mode     string
+		lookups  []string
+		wantRuns int
+	}{
+		{"image", []string{"a.registry.io/x", "a.registry.io/x", "a.registry.io/y"}, 2},
+		{"registry", []string{"a.registry.io/x", "a.registry.io/y", "b.registry.io/x"}, 2},
+		{"global", []string{"a.registry.io/x", "b.registry.io/y"}, 1},
+		{"nocache", []string{"a.registry.io/x", "a.registry.io/x"}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			k, dir := newPluginKeyring(t, tt.mode)
+			for _, img := range tt.lookups {
+				got, found := k.Lookup(img)
+				if !found || got[0].Username != "plugin-user" || got[0].Password != "s3cret" || got[0].Source != (Source{Kind: SourcePlugin, Name: "fake-plugin"}) {
+					t.Fatalf("Lookup(%s) = %+v", img, got)
+				}
+			}
+			reqs := requests(t, dir)
+			if len(reqs) != tt.wantRuns {
+				t.Fatalf("%d plugin runs, want %d: %q", len(reqs), tt.wantRuns, reqs)
+			}
+			want := `--flag {"kind":"CredentialProviderRequest","apiVersion":"credentialprovider.kubelet.k8s.io/v1","image":"a.registry.io/x"}`
+			if reqs[0] != want {
+				t.Fatalf("request %q\nwant    %q", reqs[0], want)
+			}
+		})
+	}
+}
+
+func TestPluginMatchGateAndReturnedGlobs(t *testing.T) {
+	k, dir := newPluginKeyring(t, "image")
+	// Not in matchImages: the plugin does not run.
+	if _, found := k.Lookup("other.io/x"); found || len(requests(t, dir)) != 0 {
+		t.Fatal("plugin ran for an unmatched image")
+	}
+	// Matched by matchImages, but the returned auth key *.registry.io does
+	// not match the image: no credentials, as in kubelet.
+	if got, found := k.Lookup("reg.example.com:5000/x"); found {
+		t.Fatalf("got %v", got)
+	}
+	if len(requests(t, dir)) != 1 {
+		t.Fatal("plugin did not run for a matched image")
+	}
+}
+
+func TestPluginCacheExpiry(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Unix(0, 0))
+	k, dir := newPluginKeyring(t, "image", WithClock(clk))
+	k.Lookup("a.registry.io/x")
+	clk.Step(10*time.Minute - time.Nanosecond)
+	k.Lookup("a.registry.io/x")
+	clk.Step(time.Nanosecond)
+	k.Lookup("a.registry.io/x")
+	if n := len(requests(t, dir)); n != 2 {
+		t.Fatalf("%d runs, want 2 (cached for defaultCacheDuration)", n)
+	}
+}
+
+func TestPluginBadOutput(t *testing.T) {
+	tests := []struct {
+		mode    string
+		wantErr error
+		text    string
+	}{
+		{"garbage", ErrPluginResponse, "error decoding credential provider plugin response from stdout"},
+		{"wrongversion", ErrPluginResponse, "did not match expected apiVersion:credentialprovider.kubelet.k8s.io/v1, actual apiVersion:credentialprovider.kubelet.k8s.io/v1beta1"},
+		{"unknownfield", ErrPluginResponse, "error decoding credential provider plugin response from stdout"},
+		{"badkey", ErrPluginResponse, `unknown cacheKeyType "Bogus"`},
+		{"fail", ErrPluginFailed, "error execing credential provider plugin fake-plugin for image a.registry.io/x: exit status 3: denied"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			var errs []error
+			k, _ := newPluginKeyring(t, tt.mode, WithErrorHandler(func(_ string, err error) { errs = append(errs, err) }))
+			if got, found := k.Lookup("a.registry.io/x"); found {
+				t.Fatalf("got %v", got)
+			}
+			if len(errs) != 1 || !errors.Is(errs[0], tt.wantErr) || !strings.Contains(errs[0].Error(), tt.text) {
+				t.Fatalf("errors = %v, want %v containing %q", errs, tt.wantErr, tt.text)
+			}
+			if strings.Contains(errs[0].Error(), "s3cret") {
+				t.Fatalf("error leaks output: %v", errs[0])
+			}
+		})
+	}
+}
+
+func TestPluginHangTimesOut(t *testing.T) {
+	var errs []error
+	k, _ := newPluginKeyring(t, "hang", WithPluginTimeout(300*time.Millisecond), WithErrorHandler(func(_ string, err error) { errs = append(errs, err) }))
+	if _, found := k.Lookup("a.registry.io/x"); found {
+		t.Fatal("found credentials from a hung plugin")
+	}
+	if len(errs) != 1 || !errors.Is(errs[0], ErrPluginFailed) || !strings.Contains(errs[0].Error(), "timed out after 300ms") {
+		t.Fatalf("errors = %v", errs)
+	}
+}
+
+// TestPluginCoalescesConcurrentLookups: ten concurrent lookups of one image
+// run the plugin once. The plugin blocks on a FIFO until every lookup has
+// joined the in-flight call.
+func TestPluginCoalescesConcurrentLookups(t *testing.T) {
+	k, dir := newPluginKeyring(t, "wait")
+	fifo := filepath.Join(dir, "release")
+	if err := mkfifo(fifo); err != nil {
+		t.Fatal(err)
+	}
+	p := k.providers[0]
+	var wg sync.WaitGroup
+	results := make(chan bool, 10)
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, found := k.Lookup("a.registry.io/x")
+			results <- found
+		}()
+	}
+	for p.inflight.Load() < 10 {
+		goruntime.Gosched()
+	}
+	f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("go\n")
+	f.Close()
+	wg.Wait()
+	close(results)
+	for found := range results {
+		if !found {
+			t.Fatal("a coalesced lookup got no credentials")
+		}
+	}
+	if n := len(requests(t, dir)); n != 1 {
+		t.Fatalf("plugin ran %d times for 10 concurrent lookups", n)
+	}
+}
+
+func TestPluginConfigValidation(t *testing.T) {
+	t.Parallel()
+	base := func(provider string) string {
+		return "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n" + provider
+	}
+	ok := "  - name: p\n    matchImages: [\"*.io\"]\n    defaultCacheDuration: 1m\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n"
+	tests := []struct{ name, doc, want string }{
+		{"valid", base(ok), ""},
+		{"no providers", "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders: []\n", "at least 1 item in plugins is required"},
+		{"unknown field", base(ok + "    bogus: 1\n"), `unknown field "providers[0].bogus"`},
+		{"wrong kind", "apiVersion: kubelet.config.k8s.io/v1\nkind: Other\nproviders: []\n", `failed to decode "Other" (wrong Kind)`},
+		{"wrong group", "apiVersion: other.io/v1\nkind: CredentialProviderConfig\nproviders: []\n", "unexpected Group: other.io/v1"},
+		{"slash in name", base(strings.Replace(ok, "name: p", "name: foo/../bar", 1)), `provider name cannot contain '/'`},
+		{"dot name", base(strings.Replace(ok, "name: p", "name: ..", 1)), `cannot be '.' or '..'`},
+		{"space in name", base(strings.Replace(ok, "name: p", `name: "a b"`, 1)), "cannot contain spaces"},
+		{"duplicate", base(ok + ok), `Duplicate value: "p"`},
+		{"bad apiVersion", base(strings.Replace(ok, "credentialprovider.kubelet.k8s.io/v1", "v9", 1)), `Unsupported value: "v9"`},
+		{"bad matchImage", base(strings.Replace(ok, `"*.io"`, `"%invalid%"`, 1)), `match image is invalid: parse "https://%invalid%": invalid URL escape "%in"`},
+		{"negative duration", base(strings.Replace(ok, "1m", "-1m", 1)), `"-1m0s": must be greater than or equal to 0`},
+		{"missing duration", base(strings.Replace(ok, "    defaultCacheDuration: 1m\n", "", 1)), "defaultCacheDuration is required"},
+		{"token mode", base(ok + "    tokenAttributes:\n      serviceAccountTokenAudience: x\n"), "not supported"},
+	}
+	for _, tt := range tests {
+		_, err := ParsePluginConfig([]byte(tt.doc))
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tt.name, err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrPluginConfig) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err = %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestLoadPluginConfigDirectory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	doc := func(name string) string {
+		return fmt.Sprintf("apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n  - name: %s\n    matchImages: [\"*.io\"]\n    defaultCacheDuration: 1m\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n", name)
+	}
+	write(t, dir, "b.yaml", doc("second"))
+	write(t, dir, "a.json", `{"apiVersion":"kubelet.config.k8s.io/v1","kind":"CredentialProviderConfig","providers":[{"name":"first","matchImages":["*.io"],"defaultCacheDuration":"1m","apiVersion":"credentialprovider.kubelet.k8s.io/v1"}]}`)
+	write(t, dir, "ignored.txt", "junk")
+	cfg, err := LoadPluginConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Providers) != 2 || cfg.Providers[0].Name != "first" || cfg.Providers[1].Name != "second" {
+		t.Fatalf("providers = %+v", cfg.Providers)
+	}
+	write(t, dir, "c.yml", doc("first"))
+	if _, err := LoadPluginConfig(dir); err == nil || !strings.Contains(err.Error(), `duplicate provider name "first"`) {
+		t.Fatalf("duplicate across files: %v", err)
+	}
+	empty := t.TempDir()
+	if _, err := LoadPluginConfig(empty); err == nil || !strings.Contains(err.Error(), "no configuration files found") {
+		t.Fatalf("empty dir: %v", err)
+	}
+	if _, err := LoadPluginConfig(""); err == nil || !strings.Contains(err.Error(), "path is empty") {
+		t.Fatalf("empty path: %v", err)
+	}
+	if _, err := NewPluginKeyring(cfg, filepath.Join(dir, "nope")); err == nil || !strings.Contains(err.Error(), "did not exist") {
+		t.Fatalf("missing bin dir: %v", err)
+	}
+	if _, err := NewPluginKeyring(cfg, dir); err == nil || !strings.Contains(err.Error(), "plugin binary executable") {
+		t.Fatalf("missing binary: %v", err)
+	}
+}

@@ -1,0 +1,69 @@
+package credentials
+
+import (
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// ErrMalformedSecret: a pull secret of a docker type does not parse. The
+// error names the secret, never its contents.
+var ErrMalformedSecret = errors.New("malformed image pull secret")
+
+// SecretsKeyring builds one keyring from the docker-config pull secrets, in
+// order. As in kubelet, a secret is used when its type is
+// kubernetes.io/dockerconfigjson with a non-empty ".dockerconfigjson" key,
+// or kubernetes.io/dockercfg with a non-empty ".dockercfg" key; any other
+// secret is skipped. It returns nil when no secret was used, and an error
+// naming the first secret that does not parse.
+func SecretsKeyring(secrets []corev1.Secret, opts ...Option) (*BasicKeyring, error) {
+	o := newOptions(opts)
+	var ring *BasicKeyring
+	for i := range secrets {
+		s := &secrets[i]
+		var cfg DockerConfig
+		if data := s.Data[corev1.DockerConfigJsonKey]; s.Type == corev1.SecretTypeDockerConfigJson && len(data) > 0 {
+			cf, err := ParseConfigJSON(data)
+			if err != nil {
+				return nil, secretError(s, err)
+			}
+			cfg = cf.Auths
+		} else if data := s.Data[corev1.DockerConfigKey]; s.Type == corev1.SecretTypeDockercfg && len(data) > 0 {
+			c, err := ParseDockercfg(data)
+			if err != nil {
+				return nil, secretError(s, err)
+			}
+			cfg = c
+		} else {
+			continue
+		}
+		cfg.setSource(Source{Kind: SourceSecret, Namespace: s.Namespace, Name: s.Name, UID: string(s.UID)})
+		if ring == nil {
+			ring = &BasicKeyring{tokens: o.tokens}
+		}
+		ring.Add(cfg)
+	}
+	return ring, nil
+}
+
+func secretError(s *corev1.Secret, err error) error {
+	return fmt.Errorf("%w %s/%s: %w", ErrMalformedSecret, s.Namespace, s.Name, err)
+}
+
+// MakeKeyring is kubelet's MakeDockerKeyring: the pull secrets' keyring
+// first, then node (which may be nil). With no usable secret it returns
+// node itself.
+func MakeKeyring(secrets []corev1.Secret, node Keyring, opts ...Option) (Keyring, error) {
+	ring, err := SecretsKeyring(secrets, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if ring == nil {
+		if node == nil {
+			return Union(nil), nil
+		}
+		return node, nil
+	}
+	return Union{ring, node}, nil
+}

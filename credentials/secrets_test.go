@@ -1,0 +1,113 @@
+package credentials
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func secret(name string, typ corev1.SecretType, key, data string) corev1.Secret {
+	return corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)},
+		Type:       typ, Data: map[string][]byte{key: []byte(data)},
+	}
+}
+
+func TestSecretsKeyring(t *testing.T) {
+	t.Parallel()
+	node := &BasicKeyring{}
+	node.Add(cfgOf("reg.io", "node", "https://index.docker.io/v1/", "nodehub"))
+	tests := []struct {
+		name    string
+		secrets []corev1.Secret
+		image   string
+		want    []string
+	}{
+		{"dockerconfigjson before node", []corev1.Secret{secret("s", corev1.SecretTypeDockerConfigJson, ".dockerconfigjson", `{"auths":{"reg.io":{"username":"sec"}}}`)}, "reg.io/x", []string{"sec", "node"}},
+		{"dockercfg before node", []corev1.Secret{secret("s", corev1.SecretTypeDockercfg, ".dockercfg", `{"reg.io":{"username":"sec"}}`)}, "reg.io/x", []string{"sec", "node"}},
+		{"type and key mismatch ignored", []corev1.Secret{secret("s", corev1.SecretTypeDockerConfigJson, ".dockercfg", `{"reg.io":{"username":"sec"}}`)}, "reg.io/x", []string{"node"}},
+		{"other types ignored", []corev1.Secret{secret("s", corev1.SecretTypeOpaque, ".dockerconfigjson", `{"auths":{"reg.io":{"username":"sec"}}}`)}, "reg.io/x", []string{"node"}},
+		{"empty data ignored", []corev1.Secret{secret("s", corev1.SecretTypeDockerConfigJson, ".dockerconfigjson", ``)}, "reg.io/x", []string{"node"}},
+		{"secrets ordered by key specificity, not secret order", []corev1.Secret{
+			secret("a", corev1.SecretTypeDockercfg, ".dockercfg", `{"reg.io":{"username":"host"}}`),
+			secret("b", corev1.SecretTypeDockercfg, ".dockercfg", `{"reg.io/team":{"username":"team"}}`),
+		}, "reg.io/team/x", []string{"team", "host", "node"}},
+		{"equal keys in secret order", []corev1.Secret{
+			secret("a", corev1.SecretTypeDockercfg, ".dockercfg", `{"reg.io":{"username":"first"}}`),
+			secret("b", corev1.SecretTypeDockercfg, ".dockercfg", `{"reg.io":{"username":"second"}}`),
+		}, "reg.io/x", []string{"first", "second", "node"}},
+		{"fallback evaluated per keyring", []corev1.Secret{secret("s", corev1.SecretTypeDockercfg, ".dockercfg", `{"https://index.docker.io/v1/":{"username":"sechub"}}`)}, "nginx", []string{"sechub", "nodehub"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k, err := MakeKeyring(tt.secrets, node)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, found := k.Lookup(tt.image)
+			if !found || !reflect.DeepEqual(users(got), tt.want) {
+				t.Fatalf("Lookup = %v, want %v", users(got), tt.want)
+			}
+		})
+	}
+}
+
+func TestSecretProvenance(t *testing.T) {
+	t.Parallel()
+	k, _ := MakeKeyring([]corev1.Secret{secret("pull", corev1.SecretTypeDockerConfigJson, ".dockerconfigjson", `{"auths":{"reg.io":{"auth":"dTpw"}}}`)}, nil)
+	got, _ := k.Lookup("reg.io/x")
+	if len(got) != 1 || got[0].Source != (Source{Kind: SourceSecret, Namespace: "ns", Name: "pull", UID: "uid-pull"}) || got[0].Password != "p" {
+		t.Fatalf("got %+v", got)
+	}
+}
+
+func TestNoSecretsReturnsNode(t *testing.T) {
+	t.Parallel()
+	node := &BasicKeyring{}
+	if k, err := MakeKeyring(nil, node); err != nil || k != Keyring(node) {
+		t.Fatalf("MakeKeyring(nil) = %v, %v", k, err)
+	}
+	if k, err := MakeKeyring(nil, nil); err != nil {
+		t.Fatal(err)
+	} else if _, found := k.Lookup("nginx"); found {
+		t.Fatal("nil node found credentials")
+	}
+}
+
+func TestMalformedSecret(t *testing.T) {
+	t.Parallel()
+	for _, data := range []string{`{"auths":{"reg.io":{"password":"hunter2"`, `{"auths":{"reg.io":{"auth":"aHVudGVyMg=="}}}`, `{"auths":{"reg.io":{"auth":"hunter2!"}}}`} {
+		_, err := MakeKeyring([]corev1.Secret{
+			secret("ok", corev1.SecretTypeDockercfg, ".dockercfg", `{"reg.io":{}}`),
+			secret("bad", corev1.SecretTypeDockerConfigJson, ".dockerconfigjson", data),
+		}, nil)
+		if !errors.Is(err, ErrMalformedSecret) || !errors.Is(err, ErrMalformedConfig) || !strings.Contains(err.Error(), "ns/bad") {
+			t.Fatalf("err = %v", err)
+		}
+		for _, leak := range []string{"hunter2", "aHVudGVy"} {
+			if strings.Contains(err.Error(), leak) {
+				t.Fatalf("error leaks the secret: %v", err)
+			}
+		}
+	}
+}
+
+func TestTokensOptIn(t *testing.T) {
+	t.Parallel()
+	s := []corev1.Secret{secret("s", corev1.SecretTypeDockerConfigJson, ".dockerconfigjson", `{"auths":{"reg.io":{"identitytoken":"tok","registrytoken":"rt"}}}`)}
+	k, _ := MakeKeyring(s, nil)
+	got, _ := k.Lookup("reg.io/x")
+	if got[0].IdentityToken != "" || got[0].RegistryToken != "" {
+		t.Fatal("tokens carried without WithTokens (kubelet drops them)")
+	}
+	k, _ = MakeKeyring(s, nil, WithTokens())
+	got, _ = k.Lookup("reg.io/x")
+	if got[0].IdentityToken != "tok" || got[0].RegistryToken != "rt" {
+		t.Fatalf("tokens dropped with WithTokens: %+v", got[0])
+	}
+}
