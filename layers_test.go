@@ -40,7 +40,7 @@ var rules = map[string]rule{
 	"runtime":      {forbid: append([]string{"k8s.io/api/"}, heavyDeps...)},
 	"runtime/fake": {module: []string{"runtime"}, forbid: heavyDeps},
 	"credentials":  {forbid: append([]string{grpc, "k8s.io/cri-api"}, heavyDeps...)},
-	"mounts":       {forbid: append([]string{grpc}, heavyDeps...), via: []string{criTypes}},
+	"mounts":       {module: []string{"internal/expansion"}, forbid: append([]string{grpc}, heavyDeps...), via: []string{criTypes}},
 	"images":       {module: []string{"credentials", "runtime"}, forbid: heavyDeps},
 	"podsync":      {module: []string{"images", "mounts", "runtime", "internal/..."}, forbid: heavyDeps},
 	"internal/...": {module: []string{"runtime", "runtime/fake", "internal/..."}, forbid: heavyDeps},

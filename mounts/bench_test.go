@@ -1,0 +1,40 @@
+package mounts
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// BenchmarkMake: a container with 20 mounts (some with subPath and
+// propagation), the hosts file and the termination file, on memDisk so
+// that only the translation is measured.
+func BenchmarkMake(b *testing.B) {
+	vols := VolumeMap{}
+	var vms []corev1.VolumeMount
+	for i := 0; i < 20; i++ {
+		name := fmt.Sprintf("vol%d", i)
+		vols[name] = Volume{HostPath: "/var/lib/kubelet/pods/uid/volumes/" + name, SELinuxRelabel: i%2 == 0}
+		vm := corev1.VolumeMount{Name: name, MountPath: fmt.Sprintf("/mnt/%d", i), ReadOnly: i%3 == 0}
+		if i%4 == 0 {
+			vm.SubPath = "sub/dir"
+		}
+		if i%5 == 0 {
+			vm.MountPropagation = ptr(corev1.MountPropagationHostToContainer)
+		}
+		vms = append(vms, vm)
+	}
+	p, c := pod(vms...)
+	c.TerminationMessagePath = "/dev/termination-log"
+	req := Request{Pod: p, Container: c, Volumes: vols, PodDir: "/var/lib/kubelet/pods/uid", PodIPs: []string{"10.0.0.5"}}
+	disk := newMemDisk()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Make(ctx, req, WithDisk(disk)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

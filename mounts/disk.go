@@ -1,0 +1,202 @@
+package mounts
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
+	"github.com/cyphar/filepath-securejoin/pathrs-lite/procfs"
+	"golang.org/x/sys/unix"
+)
+
+// Disk holds Make's side effects, so the translation itself can be tested
+// without touching a file system.
+type Disk interface {
+	// MakeSubPathDir creates subPath under the volume at root, as
+	// directories with root's permission bits, unless it exists. It fails
+	// if an existing part resolves outside root.
+	MakeSubPathDir(root, subPath string) error
+	// ResolveSubPath returns the host path of subPath inside root, with
+	// every symlink resolved; it fails if that is outside root or if the
+	// path changed while it was being resolved.
+	ResolveSubPath(root, subPath string) (string, error)
+	// WriteFile writes a file (the hosts file), creating its directory.
+	WriteFile(name string, data []byte, perm fs.FileMode) error
+	// ReadFile reads a file (the node's hosts file).
+	ReadFile(name string) ([]byte, error)
+	// CreateTerminationFile creates a new, empty, world-writable file with
+	// a random name in dir (made if missing) and returns its path.
+	CreateTerminationFile(dir string) (string, error)
+}
+
+// OSDisk is the Disk of the host. SubPaths are opened with
+// filepath-securejoin's pathrs-lite (openat2 RESOLVE_IN_ROOT where the
+// kernel has it) so no step of the resolution can leave the volume; a path
+// whose plain resolution leaves the volume is refused rather than
+// reinterpreted inside it.
+type OSDisk struct {
+	// betweenCheckAndOpen runs, in tests, between the plain resolution and
+	// the scoped open: where an attacker would swap in a symlink.
+	betweenCheckAndOpen func()
+}
+
+var _ Disk = OSDisk{}
+
+func within(root, p string) bool {
+	return p == root || strings.HasPrefix(p, root+string(filepath.Separator)) || root == "/"
+}
+
+// MakeSubPathDir implements Disk.
+func (d OSDisk) MakeSubPathDir(root, subPath string) error {
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return err
+	}
+	segs := strings.Split(filepath.Clean(subPath), "/")
+	cur := realRoot
+	missing := -1
+	for i, seg := range segs {
+		next := filepath.Join(cur, seg)
+		fi, err := os.Lstat(next)
+		if errors.Is(err, fs.ErrNotExist) {
+			missing = i
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			resolved, err := filepath.EvalSymlinks(next)
+			if errors.Is(err, fs.ErrNotExist) {
+				// A dangling link: where would mkdir go? Refuse.
+				return fmt.Errorf("%w: %q is a dangling symlink", ErrSubPathEscape, next)
+			}
+			if err != nil {
+				return err
+			}
+			next = resolved
+		}
+		if !within(realRoot, next) {
+			return fmt.Errorf("%w: %q resolves to %q", ErrSubPathEscape, subPath, next)
+		}
+		cur = next
+	}
+	if missing < 0 {
+		return nil
+	}
+	info, err := os.Stat(realRoot)
+	if err != nil {
+		return err
+	}
+	perm := info.Mode().Perm() | info.Mode()&(fs.ModeSetgid|fs.ModeSetuid|fs.ModeSticky)
+	rootH, err := os.OpenFile(realRoot, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer rootH.Close()
+	h, err := pathrs.MkdirAllHandle(rootH, subPath, info.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	h.Close()
+	// kubelet fchmods each new directory so the umask does not apply and
+	// setgid survives (fsGroup's g+rwx).
+	for i := missing; i < len(segs); i++ {
+		dh, err := pathrs.OpenatInRoot(rootH, strings.Join(segs[:i+1], "/"))
+		if err != nil {
+			return err
+		}
+		err = unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", dh.Fd()), uint32(toUnixMode(perm)))
+		dh.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func toUnixMode(m fs.FileMode) uint32 {
+	u := uint32(m.Perm())
+	if m&fs.ModeSetuid != 0 {
+		u |= unix.S_ISUID
+	}
+	if m&fs.ModeSetgid != 0 {
+		u |= unix.S_ISGID
+	}
+	if m&fs.ModeSticky != 0 {
+		u |= unix.S_ISVTX
+	}
+	return u
+}
+
+// ResolveSubPath implements Disk.
+func (d OSDisk) ResolveSubPath(root, subPath string) (string, error) {
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return "", err
+	}
+	want, err := filepath.EvalSymlinks(filepath.Join(realRoot, subPath))
+	if err != nil {
+		return "", err
+	}
+	if !within(realRoot, want) {
+		return "", fmt.Errorf("%w: %q resolves to %q", ErrSubPathEscape, subPath, want)
+	}
+	if d.betweenCheckAndOpen != nil {
+		d.betweenCheckAndOpen()
+	}
+	h, err := pathrs.OpenInRoot(realRoot, subPath)
+	if err != nil {
+		// It resolved a moment ago: something changed under us.
+		return "", fmt.Errorf("%w: %q changed while it was being resolved: %v", ErrSubPathEscape, subPath, err)
+	}
+	defer h.Close()
+	got, err := procfs.ProcSelfFdReadlink(h)
+	if err != nil {
+		return "", err
+	}
+	if got != want || !within(realRoot, got) {
+		return "", fmt.Errorf("%w: %q changed while it was being resolved", ErrSubPathEscape, subPath)
+	}
+	return got, nil
+}
+
+// WriteFile implements Disk; the mode is set explicitly, whatever the
+// umask, as kubelet does for the hosts file.
+func (OSDisk) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(name), 0o750); err != nil {
+		return err
+	}
+	if err := os.WriteFile(name, data, perm); err != nil {
+		return err
+	}
+	return os.Chmod(name, perm)
+}
+
+// ReadFile implements Disk.
+func (OSDisk) ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }
+
+// CreateTerminationFile implements Disk: <dir>/<8 random hex digits>, mode
+// 0666, new for every container instance.
+func (OSDisk) CreateTerminationFile(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", err
+	}
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	name := filepath.Join(dir, hex.EncodeToString(b[:]))
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
+	if err != nil {
+		return "", err
+	}
+	f.Close()
+	return name, os.Chmod(name, 0o666)
+}

@@ -1,0 +1,44 @@
+// Package mounts turns a container's volumeMounts into the mounts a
+// runtime needs, as kubelet's makeMounts and kuberuntime do (v1.31–v1.35):
+//
+//   - Mounts come in spec order, then the managed /etc/hosts, then the
+//     termination message file. A volume missing from the VolumeMap, a bad
+//     subPath, an invalid propagation or recursive read-only mode aborts
+//     the container with an error naming volume and container.
+//   - subPath must be relative with no ".." element; subPathExpr expands
+//     $(VAR) from the container's environment and fails on a missing or
+//     empty variable (names sorted). A missing subPath directory is created
+//     with the volume root's permission bits, ignoring the umask.
+//   - Propagation: unset and None are private, HostToContainer is rslave,
+//     Bidirectional is rshared. readOnly is the mount's or the volume's.
+//     Recursive read-only needs a read-only, private mount.
+//   - /etc/hosts is mounted (read-write, relabelled) when the pod has an IP
+//     or uses the host network, unless the container mounts /etc/hosts
+//     itself. Its content is kubelet's, byte for byte; host-network pods
+//     get the node's file behind a header, plus the host aliases.
+//   - Every container instance gets a new termination message file
+//     <podDir>/containers/<name>/<8 hex digits>, mode 0666; if it cannot be
+//     created, the mount is left out and the start goes on.
+//   - ToCRI gives CRI mounts; DockerBinds gives docker bind strings with
+//     options in kubelet's order ("ro", "Z", "rshared"/"rslave"), and
+//     DockerMounts the Docker API form that cri-dockerd now uses, because
+//     Docker 25 made "ro" in a bind string recursive.
+//
+// # Differences from kubelet
+//
+// Safety goes beyond kubelet's string checks. A subPath is resolved with
+// filepath-securejoin's pathrs-lite, so no step of the resolution leaves
+// the volume, and a subPath whose ordinary resolution would leave it (a
+// symlink to /, to a parent, a dangling link) is refused instead of being
+// reinterpreted inside; a path swapped for a symlink between the check and
+// the open is detected and refused. Kubelet additionally bind-mounts the
+// opened file descriptor onto a private target so the runtime mounts
+// exactly what was checked; podstart returns the resolved path and leaves
+// mounting to the runtime, so a volume writable by an attacker can still
+// race the runtime's own mount. Host aliases and hostnames with
+// whitespace, control characters or '#' are refused rather than written
+// into /etc/hosts. SubPaths with a NUL byte are refused.
+//
+// The side effects (mkdir, file writes) go through the Disk interface;
+// OSDisk is the host's.
+package mounts

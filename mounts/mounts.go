@@ -1,0 +1,299 @@
+package mounts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstart/podstart/internal/expansion"
+)
+
+// Errors of Make; each error it returns matches one with errors.Is.
+var (
+	ErrVolumeNotFound     = errors.New("volume not found")
+	ErrInvalidSubPath     = errors.New("invalid subPath")
+	ErrSubPathEscape      = errors.New("subPath resolves outside its volume")
+	ErrSubPath            = errors.New("subPath could not be prepared")
+	ErrInvalidPropagation = errors.New("invalid mount propagation")
+	ErrRecursiveReadOnly  = errors.New("invalid recursive read-only mount")
+	ErrInvalidHostAlias   = errors.New("invalid host alias")
+	ErrHostsFile          = errors.New("hosts file could not be written")
+)
+
+// Names and paths kubelet uses.
+const (
+	EtcHostsPath       = "/etc/hosts"
+	EtcHostsVolumeName = "k8s-managed-etc-hosts"
+)
+
+// Volume is a pod volume as mounted on the host.
+type Volume struct {
+	// HostPath is where the volume is on the host.
+	HostPath string
+	// ReadOnly: the volume must be mounted read-only whatever the
+	// volumeMount says.
+	ReadOnly bool
+	// SELinuxRelabel: the volume is managed and supports relabelling.
+	SELinuxRelabel bool
+}
+
+// VolumeMap maps a pod volume's name to its mounted volume. Callers with a
+// volume manager supply theirs.
+type VolumeMap map[string]Volume
+
+// Mount is one mount for a container, before it becomes a CRI mount.
+type Mount struct {
+	Name              string
+	ContainerPath     string
+	HostPath          string
+	ReadOnly          bool
+	RecursiveReadOnly bool
+	SELinuxRelabel    bool
+	Propagation       runtimeapi.MountPropagation
+}
+
+// Request is what Make needs for one container.
+type Request struct {
+	Pod       *corev1.Pod
+	Container *corev1.Container
+	Volumes   VolumeMap
+	// PodDir is the pod's directory (kubelet: <root>/pods/<uid>): the
+	// hosts file and termination message files are written under it.
+	PodDir string
+	// PodIPs are the sandbox's IPs, for the hosts file.
+	PodIPs []string
+	// Env is the container's final environment, for subPathExpr.
+	Env map[string]string
+}
+
+// Option configures Make.
+type Option func(*options)
+
+type options struct {
+	disk          Disk
+	clusterDomain string
+	nodeHostsFile string
+	rroSupported  bool
+	noTermination bool
+}
+
+// WithDisk sets where side effects go (default: OSDisk).
+func WithDisk(d Disk) Option { return func(o *options) { o.disk = d } }
+
+// WithClusterDomain sets the domain for pods with a subdomain (default
+// cluster.local).
+func WithClusterDomain(d string) Option { return func(o *options) { o.clusterDomain = d } }
+
+// WithNodeHostsFile sets the node's hosts file copied for host-network pods
+// (default /etc/hosts).
+func WithNodeHostsFile(p string) Option { return func(o *options) { o.nodeHostsFile = p } }
+
+// WithRecursiveReadOnlySupport says the runtime handler supports recursive
+// read-only mounts (CRI RuntimeHandlerFeatures.RecursiveReadOnlyMounts).
+func WithRecursiveReadOnlySupport(ok bool) Option { return func(o *options) { o.rroSupported = ok } }
+
+// WithoutTerminationMessage leaves out the termination message mount (for
+// callers that only want the volume mounts).
+func WithoutTerminationMessage() Option { return func(o *options) { o.noTermination = true } }
+
+// Make is kubelet's makeMounts followed by kuberuntime's termination
+// message mount: the container's volume mounts in spec order, then the
+// managed /etc/hosts, then the termination message file. Any error aborts
+// the container, as in kubelet, except a termination file that cannot be
+// created, which only drops that mount.
+func Make(ctx context.Context, req Request, opts ...Option) ([]Mount, error) {
+	o := options{disk: OSDisk{}, clusterDomain: "cluster.local", nodeHostsFile: EtcHostsPath}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	pod, c := req.Pod, req.Container
+	mountHosts := ShouldMountHostsFile(pod, req.PodIPs)
+	out := make([]Mount, 0, len(c.VolumeMounts)+2)
+	for i := range c.VolumeMounts {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		vm := &c.VolumeMounts[i]
+		if vm.MountPath == EtcHostsPath {
+			mountHosts = false
+		}
+		m, err := makeOne(vm, c, req, o.disk, o.rroSupported)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	if mountHosts {
+		m, err := hostsMount(pod, req, o)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	if c.TerminationMessagePath != "" && !o.noTermination && req.PodDir != "" {
+		dir := path.Join(req.PodDir, "containers", c.Name)
+		if file, err := o.disk.CreateTerminationFile(dir); err == nil {
+			// Relabelled whenever SELinux is on, as kubelet does.
+			out = append(out, Mount{ContainerPath: c.TerminationMessagePath, HostPath: file, SELinuxRelabel: true, Propagation: runtimeapi.MountPropagation_PROPAGATION_PRIVATE})
+		}
+	}
+	return out, nil
+}
+
+func makeOne(vm *corev1.VolumeMount, c *corev1.Container, req Request, disk Disk, rroSupported bool) (Mount, error) {
+	if vm.Name == "" {
+		return Mount{}, fmt.Errorf("%w: a volumeMount of container %q has no volume name", ErrVolumeNotFound, c.Name)
+	}
+	vol, ok := req.Volumes[vm.Name]
+	if !ok {
+		return Mount{}, fmt.Errorf("%w: cannot find volume %q to mount into container %q", ErrVolumeNotFound, vm.Name, c.Name)
+	}
+	hostPath := vol.HostPath
+	subPath := vm.SubPath
+	if vm.SubPathExpr != "" {
+		var err error
+		if subPath, err = ExpandSubPathExpr(vm.SubPathExpr, req.Env); err != nil {
+			return Mount{}, err
+		}
+	}
+	if subPath != "" {
+		if err := ValidateSubPath(subPath); err != nil {
+			return Mount{}, err
+		}
+		if err := disk.MakeSubPathDir(vol.HostPath, subPath); err != nil {
+			return Mount{}, &SubPathError{Msg: fmt.Sprintf("failed to create subPath directory for volumeMount %q of container %q", vm.Name, c.Name), Err: err}
+		}
+		p, err := disk.ResolveSubPath(vol.HostPath, subPath)
+		if err != nil {
+			return Mount{}, &SubPathError{Msg: fmt.Sprintf("failed to prepare subPath for volumeMount %q of container %q", vm.Name, c.Name), Err: err}
+		}
+		hostPath = p
+	}
+	containerPath := vm.MountPath
+	if !path.IsAbs(containerPath) {
+		containerPath = path.Clean("/" + containerPath)
+	}
+	prop, err := Propagation(vm.MountPropagation)
+	if err != nil {
+		return Mount{}, err
+	}
+	readOnly := vm.ReadOnly || vol.ReadOnly
+	rro, err := resolveRecursiveReadOnly(vm, readOnly, rroSupported)
+	if err != nil {
+		return Mount{}, err
+	}
+	return Mount{
+		Name: vm.Name, ContainerPath: containerPath, HostPath: hostPath,
+		ReadOnly: readOnly, RecursiveReadOnly: rro, SELinuxRelabel: vol.SELinuxRelabel, Propagation: prop,
+	}, nil
+}
+
+// SubPathError hides a subPath failure's details from its message, as
+// kubelet does, while keeping them for errors.Is and errors.As.
+type SubPathError struct {
+	Msg string
+	Err error
+}
+
+func (e *SubPathError) Error() string { return e.Msg }
+
+// Unwrap gives the details.
+func (e *SubPathError) Unwrap() []error { return []error{ErrSubPath, e.Err} }
+
+// ValidateSubPath applies kubelet's string checks: not absolute, no ".."
+// element (so "..foo" and "a..b" pass), and, beyond kubelet, no NUL byte.
+func ValidateSubPath(p string) error {
+	if strings.IndexByte(p, 0) >= 0 {
+		return fmt.Errorf("%w: SubPath %q must not contain a NUL byte", ErrInvalidSubPath, p)
+	}
+	if path.IsAbs(p) {
+		return fmt.Errorf("%w: error SubPath `%s` must not be an absolute path", ErrInvalidSubPath, p)
+	}
+	for _, el := range strings.Split(p, "/") {
+		if el == ".." {
+			return fmt.Errorf("%w: unable to provision SubPath `%s`: must not contain '..'", ErrInvalidSubPath, p)
+		}
+	}
+	return nil
+}
+
+// ExpandSubPathExpr expands $(VAR) from env and fails, naming the sorted
+// variables, when any reference is missing or empty.
+func ExpandSubPathExpr(expr string, env map[string]string) (string, error) {
+	missing := map[string]bool{}
+	out := expansion.Expand(expr, func(name string) string {
+		v := env[name]
+		if v == "" {
+			missing[name] = true
+		}
+		return v
+	})
+	if len(missing) > 0 {
+		names := make([]string, 0, len(missing))
+		for n := range missing {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return "", fmt.Errorf("%w: missing value for %s", ErrInvalidSubPath, strings.Join(names, ", "))
+	}
+	return out, nil
+}
+
+// Propagation translates a volumeMount's mountPropagation: unset and None
+// are private, HostToContainer is rslave, Bidirectional is rshared.
+func Propagation(mode *corev1.MountPropagationMode) (runtimeapi.MountPropagation, error) {
+	if mode == nil {
+		return runtimeapi.MountPropagation_PROPAGATION_PRIVATE, nil
+	}
+	switch *mode {
+	case corev1.MountPropagationNone:
+		return runtimeapi.MountPropagation_PROPAGATION_PRIVATE, nil
+	case corev1.MountPropagationHostToContainer:
+		return runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER, nil
+	case corev1.MountPropagationBidirectional:
+		return runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL, nil
+	}
+	return 0, fmt.Errorf("%w: invalid MountPropagation mode: %q", ErrInvalidPropagation, *mode)
+}
+
+func resolveRecursiveReadOnly(vm *corev1.VolumeMount, readOnly, supported bool) (bool, error) {
+	if vm.RecursiveReadOnly == nil || *vm.RecursiveReadOnly == corev1.RecursiveReadOnlyDisabled {
+		return false, nil
+	}
+	if !readOnly {
+		return false, fmt.Errorf("%w: volume %q requested recursive read-only mode, but it is not read-only", ErrRecursiveReadOnly, vm.Name)
+	}
+	if vm.MountPropagation != nil && *vm.MountPropagation != corev1.MountPropagationNone {
+		return false, fmt.Errorf("%w: volume %q requested recursive read-only mode, but it is not compatible with propagation %q", ErrRecursiveReadOnly, vm.Name, *vm.MountPropagation)
+	}
+	switch *vm.RecursiveReadOnly {
+	case corev1.RecursiveReadOnlyIfPossible:
+		return supported, nil
+	case corev1.RecursiveReadOnlyEnabled:
+		if !supported {
+			return false, fmt.Errorf("%w: volume %q requested recursive read-only mode, but it is not supported by the runtime", ErrRecursiveReadOnly, vm.Name)
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("%w: unknown recursive read-only mode %q", ErrRecursiveReadOnly, *vm.RecursiveReadOnly)
+}
+
+// ToCRI converts mounts to CRI mounts. SELinux relabelling is asked for
+// only when selinuxEnabled (kubelet: when SELinux is enabled on the node).
+func ToCRI(mounts []Mount, selinuxEnabled bool) []*runtimeapi.Mount {
+	out := make([]*runtimeapi.Mount, len(mounts))
+	for i, m := range mounts {
+		out[i] = &runtimeapi.Mount{
+			ContainerPath: m.ContainerPath, HostPath: m.HostPath, Readonly: m.ReadOnly,
+			RecursiveReadOnly: m.RecursiveReadOnly, SelinuxRelabel: m.SELinuxRelabel && selinuxEnabled,
+			Propagation: m.Propagation,
+		}
+	}
+	return out
+}

@@ -1,0 +1,357 @@
+package mounts
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// memDisk records side effects without touching the file system.
+type memDisk struct {
+	files   map[string][]byte
+	mkdirs  []string
+	failMk  error
+	termErr error
+}
+
+func newMemDisk() *memDisk { return &memDisk{files: map[string][]byte{"/etc/hosts": []byte("127.0.0.1\tnode\n")}} }
+
+func (d *memDisk) MakeSubPathDir(root, sub string) error {
+	d.mkdirs = append(d.mkdirs, root+"/"+sub)
+	return d.failMk
+}
+func (d *memDisk) ResolveSubPath(root, sub string) (string, error) { return root + "/" + sub, nil }
+func (d *memDisk) WriteFile(name string, data []byte, _ fs.FileMode) error {
+	d.files[name] = data
+	return nil
+}
+func (d *memDisk) ReadFile(name string) ([]byte, error) {
+	if b, ok := d.files[name]; ok {
+		return b, nil
+	}
+	return nil, fs.ErrNotExist
+}
+func (d *memDisk) CreateTerminationFile(dir string) (string, error) {
+	if d.termErr != nil {
+		return "", d.termErr
+	}
+	return dir + "/0123abcd", nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func pod(mounts ...corev1.VolumeMount) (*corev1.Pod, *corev1.Container) {
+	c := corev1.Container{Name: "app", VolumeMounts: mounts}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid1"}, Spec: corev1.PodSpec{Containers: []corev1.Container{c}}}
+	return p, &p.Spec.Containers[0]
+}
+
+var volumes = VolumeMap{
+	"data":   {HostPath: "/v/data"},
+	"forced": {HostPath: "/v/forced", ReadOnly: true},
+	"label":  {HostPath: "/v/label", SELinuxRelabel: true},
+}
+
+func TestMakeRules(t *testing.T) {
+	t.Parallel()
+	private := runtimeapi.MountPropagation_PROPAGATION_PRIVATE
+	tests := []struct {
+		name    string
+		vm      corev1.VolumeMount
+		env     map[string]string
+		want    Mount
+		wantErr error
+		errText string
+	}{
+		{name: "plain", vm: corev1.VolumeMount{Name: "data", MountPath: "/data"}, want: Mount{Name: "data", ContainerPath: "/data", HostPath: "/v/data", Propagation: private}},
+		{name: "relative container path made absolute", vm: corev1.VolumeMount{Name: "data", MountPath: "bar"}, want: Mount{Name: "data", ContainerPath: "/bar", HostPath: "/v/data", Propagation: private}},
+		{name: "relative container path cleaned", vm: corev1.VolumeMount{Name: "data", MountPath: "a/../b/"}, want: Mount{Name: "data", ContainerPath: "/b", HostPath: "/v/data", Propagation: private}},
+		{name: "read-only from the mount", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", ReadOnly: true}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data", ReadOnly: true, Propagation: private}},
+		{name: "read-only forced by the volume", vm: corev1.VolumeMount{Name: "forced", MountPath: "/d"}, want: Mount{Name: "forced", ContainerPath: "/d", HostPath: "/v/forced", ReadOnly: true, Propagation: private}},
+		{name: "selinux relabel from the volume", vm: corev1.VolumeMount{Name: "label", MountPath: "/d"}, want: Mount{Name: "label", ContainerPath: "/d", HostPath: "/v/label", SELinuxRelabel: true, Propagation: private}},
+		{name: "propagation None", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", MountPropagation: ptr(corev1.MountPropagationNone)}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data", Propagation: private}},
+		{name: "propagation HostToContainer", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", MountPropagation: ptr(corev1.MountPropagationHostToContainer)}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data", Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER}},
+		{name: "propagation Bidirectional", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", MountPropagation: ptr(corev1.MountPropagationBidirectional)}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data", Propagation: runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL}},
+		{name: "propagation invalid", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", MountPropagation: ptr(corev1.MountPropagationMode("Sideways"))}, wantErr: ErrInvalidPropagation, errText: `invalid MountPropagation mode: "Sideways"`},
+		{name: "missing volume", vm: corev1.VolumeMount{Name: "nope", MountPath: "/d"}, wantErr: ErrVolumeNotFound, errText: `cannot find volume "nope" to mount into container "app"`},
+		{name: "empty volume name", vm: corev1.VolumeMount{MountPath: "/d"}, wantErr: ErrVolumeNotFound, errText: "has no volume name"},
+		{name: "subPath", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPath: "a/b"}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data/a/b", Propagation: private}},
+		{name: "subPath ..foo allowed", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPath: "..foo/a..b"}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data/..foo/a..b", Propagation: private}},
+		{name: "subPath absolute", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPath: "/etc"}, wantErr: ErrInvalidSubPath, errText: "error SubPath `/etc` must not be an absolute path"},
+		{name: "subPath .. first", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPath: "../x"}, wantErr: ErrInvalidSubPath, errText: "unable to provision SubPath `../x`: must not contain '..'"},
+		{name: "subPath .. middle", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPath: "a/../../x"}, wantErr: ErrInvalidSubPath},
+		{name: "subPath .. last", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPath: "a/.."}, wantErr: ErrInvalidSubPath},
+		{name: "subPath .. alone", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPath: ".."}, wantErr: ErrInvalidSubPath},
+		{name: "subPath NUL", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPath: "a\x00b"}, wantErr: ErrInvalidSubPath},
+		{name: "subPathExpr", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPathExpr: "logs/$(POD)"}, env: map[string]string{"POD": "web"}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data/logs/web", Propagation: private}},
+		{name: "subPathExpr missing and empty, sorted", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPathExpr: "$(Z)/$(A)/$(E)"}, env: map[string]string{"E": ""}, wantErr: ErrInvalidSubPath, errText: "missing value for A, E, Z"},
+		{name: "subPathExpr expanding to ..", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPathExpr: "$(P)"}, env: map[string]string{"P": "../up"}, wantErr: ErrInvalidSubPath},
+		{name: "subPathExpr expanding to absolute", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPathExpr: "$(P)"}, env: map[string]string{"P": "/abs"}, wantErr: ErrInvalidSubPath},
+		{name: "rro without read-only", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", RecursiveReadOnly: ptr(corev1.RecursiveReadOnlyEnabled)}, wantErr: ErrRecursiveReadOnly, errText: `volume "data" requested recursive read-only mode, but it is not read-only`},
+		{name: "rro with propagation", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", ReadOnly: true, RecursiveReadOnly: ptr(corev1.RecursiveReadOnlyEnabled), MountPropagation: ptr(corev1.MountPropagationHostToContainer)}, wantErr: ErrRecursiveReadOnly, errText: `not compatible with propagation "HostToContainer"`},
+		{name: "rro enabled supported", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", ReadOnly: true, RecursiveReadOnly: ptr(corev1.RecursiveReadOnlyEnabled)}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data", ReadOnly: true, RecursiveReadOnly: true, Propagation: private}},
+		{name: "rro if possible", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", ReadOnly: true, RecursiveReadOnly: ptr(corev1.RecursiveReadOnlyIfPossible)}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data", ReadOnly: true, RecursiveReadOnly: true, Propagation: private}},
+		{name: "rro disabled", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", RecursiveReadOnly: ptr(corev1.RecursiveReadOnlyDisabled)}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data", Propagation: private}},
+		{name: "rro unknown", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", ReadOnly: true, RecursiveReadOnly: ptr(corev1.RecursiveReadOnlyMode("Maybe"))}, wantErr: ErrRecursiveReadOnly, errText: `unknown recursive read-only mode "Maybe"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, c := pod(tt.vm)
+			got, err := Make(context.Background(), Request{Pod: p, Container: c, Volumes: volumes, Env: tt.env}, WithDisk(newMemDisk()), WithRecursiveReadOnlySupport(true))
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.errText) {
+					t.Fatalf("err = %v, want %v containing %q", err, tt.wantErr, tt.errText)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got[0] != tt.want {
+				t.Fatalf("got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRecursiveReadOnlyUnsupported(t *testing.T) {
+	t.Parallel()
+	for mode, want := range map[corev1.RecursiveReadOnlyMode]bool{corev1.RecursiveReadOnlyIfPossible: false, corev1.RecursiveReadOnlyEnabled: true} {
+		p, c := pod(corev1.VolumeMount{Name: "data", MountPath: "/d", ReadOnly: true, RecursiveReadOnly: ptr(mode)})
+		got, err := Make(context.Background(), Request{Pod: p, Container: c, Volumes: volumes}, WithDisk(newMemDisk()))
+		if want != (err != nil) {
+			t.Fatalf("%s: %v %v", mode, got, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "not supported by the runtime") {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if err == nil && got[0].RecursiveReadOnly {
+			t.Fatalf("%s: RRO without support", mode)
+		}
+	}
+}
+
+func TestMakeOrderHostsAndTermination(t *testing.T) {
+	t.Parallel()
+	p, c := pod(corev1.VolumeMount{Name: "label", MountPath: "/a"}, corev1.VolumeMount{Name: "label", MountPath: "/b"})
+	c.TerminationMessagePath = "/dev/termination-log"
+	d := newMemDisk()
+	got, err := Make(context.Background(), Request{Pod: p, Container: c, Volumes: volumes, PodDir: "/pods/uid1", PodIPs: []string{"10.0.0.5"}}, WithDisk(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, m := range got {
+		paths = append(paths, m.ContainerPath)
+	}
+	if want := []string{"/a", "/b", "/etc/hosts", "/dev/termination-log"}; !reflect.DeepEqual(paths, want) {
+		t.Fatalf("order %v, want %v", paths, want)
+	}
+	// Every mount of a relabel-capable volume asks for relabelling (kubelet's
+	// "already labelled" mark never takes effect).
+	if !got[0].SELinuxRelabel || !got[1].SELinuxRelabel {
+		t.Fatal("second mount of a relabel volume not relabelled")
+	}
+	hosts := got[2]
+	if hosts.Name != EtcHostsVolumeName || hosts.HostPath != "/pods/uid1/etc-hosts" || hosts.ReadOnly || !hosts.SELinuxRelabel {
+		t.Fatalf("hosts mount %+v", hosts)
+	}
+	if !strings.Contains(string(d.files["/pods/uid1/etc-hosts"]), "10.0.0.5\tweb\n") {
+		t.Fatalf("hosts file %q", d.files["/pods/uid1/etc-hosts"])
+	}
+	if term := got[3]; term.HostPath != "/pods/uid1/containers/app/0123abcd" || term.ReadOnly {
+		t.Fatalf("termination mount %+v", term)
+	}
+	cri := ToCRI(got, false)
+	if cri[2].SelinuxRelabel || cri[0].SelinuxRelabel {
+		t.Fatal("relabel asked for with SELinux off")
+	}
+	if cri = ToCRI(got, true); !cri[2].SelinuxRelabel || !cri[3].SelinuxRelabel || cri[2].HostPath != "/pods/uid1/etc-hosts" {
+		t.Fatalf("CRI with SELinux: %v", cri)
+	}
+}
+
+func TestHostsMountRules(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		ips         []string
+		hostNetwork bool
+		ownHosts    bool
+		want        bool
+	}{
+		{"pod IP", []string{"10.0.0.5"}, false, false, true},
+		{"no IP, pod network", nil, false, false, false},
+		{"host network without IP (v1.31+)", nil, true, false, true},
+		{"container mounts /etc/hosts itself", []string{"10.0.0.5"}, false, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var vms []corev1.VolumeMount
+			if tt.ownHosts {
+				vms = append(vms, corev1.VolumeMount{Name: "data", MountPath: "/etc/hosts"})
+			}
+			p, c := pod(vms...)
+			p.Spec.HostNetwork = tt.hostNetwork
+			got, err := Make(context.Background(), Request{Pod: p, Container: c, Volumes: volumes, PodDir: "/pods/x", PodIPs: tt.ips}, WithDisk(newMemDisk()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			has := false
+			for _, m := range got {
+				has = has || m.Name == EtcHostsVolumeName
+			}
+			if has != tt.want {
+				t.Fatalf("hosts mounted = %v, want %v (%+v)", has, tt.want, got)
+			}
+		})
+	}
+}
+
+func TestTerminationFileFailureDropsOnlyThatMount(t *testing.T) {
+	t.Parallel()
+	p, c := pod(corev1.VolumeMount{Name: "data", MountPath: "/d"})
+	c.TerminationMessagePath = "/dev/termination-log"
+	d := newMemDisk()
+	d.termErr = errors.New("disk full")
+	got, err := Make(context.Background(), Request{Pod: p, Container: c, Volumes: volumes, PodDir: "/pods/x"}, WithDisk(d))
+	if err != nil || len(got) != 1 {
+		t.Fatalf("got %v, %v", got, err)
+	}
+}
+
+func TestSubPathCreateErrorHidesDetails(t *testing.T) {
+	t.Parallel()
+	p, c := pod(corev1.VolumeMount{Name: "data", MountPath: "/d", SubPath: "x"})
+	d := newMemDisk()
+	d.failMk = errors.New("permission denied on /secret/place")
+	_, err := Make(context.Background(), Request{Pod: p, Container: c, Volumes: volumes}, WithDisk(d))
+	if err == nil || err.Error() != `failed to create subPath directory for volumeMount "data" of container "app"` || !errors.Is(err, ErrSubPath) || !errors.Is(err, d.failMk) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestHostnameAndDomain(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("a", 62) + "-b"
+	tests := []struct {
+		name, hostname, subdomain string
+		wantHost, wantDomain      string
+	}{
+		{"web", "", "", "web", ""},
+		{"web", "custom", "", "custom", ""},
+		{"web", "", "sub", "web", "sub.shop.svc.cluster.local"},
+		{long, "", "", strings.Repeat("a", 62), ""},
+		{strings.Repeat("a", 61) + ".-x", "", "", strings.Repeat("a", 61), ""},
+	}
+	for _, tt := range tests {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: tt.name, Namespace: "shop"}, Spec: corev1.PodSpec{Hostname: tt.hostname, Subdomain: tt.subdomain}}
+		h, d := HostnameAndDomain(p, "cluster.local")
+		if h != tt.wantHost || d != tt.wantDomain {
+			t.Errorf("%s: %q %q, want %q %q", tt.name, h, d, tt.wantHost, tt.wantDomain)
+		}
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	want, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Fatalf("%s differs:\n got: %q\nwant: %q", name, got, want)
+	}
+}
+
+func TestHostsFileGolden(t *testing.T) {
+	t.Parallel()
+	aliases := []corev1.HostAlias{{IP: "123.45.67.89", Hostnames: []string{"foo", "bar", "baz"}}, {IP: "fd00::1", Hostnames: []string{"v6"}}}
+	got, err := HostsFileContent("web", "", []string{"10.0.0.5", "fd00::5"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "hosts-pod-network.golden", got)
+	got, err = HostsFileContent("web", "sub.shop.svc.cluster.local", []string{"10.0.0.5"}, aliases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "hosts-domain-aliases.golden", got)
+	got, err = NodeHostsFileContent([]byte("127.0.0.1\tlocalhost\n192.0.2.1\tnode-1\n"), aliases[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "hosts-host-network.golden", got)
+}
+
+func TestHostsFileRefusesInjection(t *testing.T) {
+	t.Parallel()
+	bad := []corev1.HostAlias{
+		{IP: "10.0.0.1", Hostnames: []string{"ok\n1.2.3.4 evil"}},
+		{IP: "10.0.0.1", Hostnames: []string{"two words"}},
+		{IP: "10.0.0.1", Hostnames: []string{"tab\there"}},
+		{IP: "10.0.0.1", Hostnames: []string{""}},
+		{IP: "10.0.0.1", Hostnames: []string{"#comment"}},
+		{IP: "10.0.0.1\n1.2.3.4", Hostnames: []string{"x"}},
+		{IP: "not-an-ip", Hostnames: []string{"x"}},
+	}
+	for _, a := range bad {
+		if _, err := HostsFileContent("web", "", nil, []corev1.HostAlias{a}); !errors.Is(err, ErrInvalidHostAlias) {
+			t.Errorf("alias %q accepted: %v", a, err)
+		}
+	}
+	if _, err := HostsFileContent("web\nevil", "", nil, nil); !errors.Is(err, ErrInvalidHostAlias) {
+		t.Error("hostname with newline accepted")
+	}
+}
+
+func TestDockerBinds(t *testing.T) {
+	t.Parallel()
+	mounts := []*runtimeapi.Mount{
+		{HostPath: "/mnt/8", ContainerPath: "/var/lib/mysql/8", Readonly: true, SelinuxRelabel: true, Propagation: runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL},
+		{HostPath: "/mnt/5", ContainerPath: "/var/lib/mysql/5", Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER},
+		{HostPath: "/mnt/1", ContainerPath: "/data"},
+		{HostPath: "/mnt/2", ContainerPath: "/ro", Readonly: true},
+		{HostPath: "/mnt/3", ContainerPath: "/z", SelinuxRelabel: true, Propagation: runtimeapi.MountPropagation(99)},
+	}
+	got, err := DockerBinds(mounts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/mnt/8:/var/lib/mysql/8:ro,Z,rshared", "/mnt/5:/var/lib/mysql/5:rslave", "/mnt/1:/data", "/mnt/2:/ro:ro", "/mnt/3:/z:Z"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	for _, bad := range []*runtimeapi.Mount{{HostPath: "/a", ContainerPath: "/b:c"}, {HostPath: "/a:b", ContainerPath: "/c"}, {HostPath: "", ContainerPath: "/c"}, {HostPath: "/a", ContainerPath: "/b,ro"}} {
+		if _, err := DockerBinds([]*runtimeapi.Mount{bad}); !errors.Is(err, ErrInvalidBind) {
+			t.Errorf("%v accepted: %v", bad, err)
+		}
+	}
+}
+
+func TestDockerMounts(t *testing.T) {
+	t.Parallel()
+	got, err := DockerMounts([]*runtimeapi.Mount{
+		{HostPath: "/a", ContainerPath: "/a", Readonly: true},
+		{HostPath: "/b", ContainerPath: "/b", Readonly: true, RecursiveReadOnly: true},
+		{HostPath: "/c", ContainerPath: "/c", Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got[0].ReadOnlyNonRecursive || got[1].ReadOnlyNonRecursive || got[2].Propagation != "rslave" || got[2].ReadOnly || !got[0].CreateMountpoint {
+		t.Fatalf("got %+v", got)
+	}
+	if _, err := DockerMounts([]*runtimeapi.Mount{{HostPath: "/a", ContainerPath: "/a", RecursiveReadOnly: true}}); !errors.Is(err, ErrRecursiveReadOnly) {
+		t.Fatalf("RRO on RW mount: %v", err)
+	}
+}
