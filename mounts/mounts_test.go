@@ -23,7 +23,9 @@ type memDisk struct {
 	termErr error
 }
 
-func newMemDisk() *memDisk { return &memDisk{files: map[string][]byte{"/etc/hosts": []byte("127.0.0.1\tnode\n")}} }
+func newMemDisk() *memDisk {
+	return &memDisk{files: map[string][]byte{"/etc/hosts": []byte("127.0.0.1\tnode\n")}}
+}
 
 func (d *memDisk) MakeSubPathDir(root, sub string) error {
 	d.mkdirs = append(d.mkdirs, root+"/"+sub)
