@@ -1,0 +1,38 @@
+package podsync
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// BenchmarkComputePodActions: 3 regular init + 2 sidecar + 10 app
+// containers, the pod fully running.
+func BenchmarkComputePodActions(b *testing.B) {
+	pod := basePod()
+	pod.Spec.Containers = nil
+	st := statusOf(ready())
+	for i := 0; i < 5; i++ {
+		c := corev1.Container{Name: fmt.Sprintf("init%d", i), Image: "busybox"}
+		s := exited(c.Name, 0)
+		if i >= 3 {
+			c.RestartPolicy = &always
+			s = running(c.Name)
+		}
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, c)
+		st.ContainerStatuses = append(st.ContainerStatuses, s)
+	}
+	for i := 0; i < 10; i++ {
+		c := corev1.Container{Name: fmt.Sprintf("app%d", i), Image: "busybox"}
+		pod.Spec.Containers = append(pod.Spec.Containers, c)
+		st.ContainerStatuses = append(st.ContainerStatuses, running(c.Name))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		a := ComputePodActions(pod, st, nil)
+		if a.KillPod || len(a.ContainersToStart) != 0 {
+			b.Fatal(a)
+		}
+	}
+}
