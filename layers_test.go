@@ -41,7 +41,7 @@ var rules = map[string]rule{
 	"runtime/fake": {module: []string{"runtime"}, forbid: heavyDeps},
 	"credentials":  {forbid: append([]string{grpc, "k8s.io/cri-api"}, heavyDeps...)},
 	"mounts":       {module: []string{"internal/expansion"}, forbid: append([]string{grpc}, heavyDeps...), via: []string{criTypes}},
-	"images":       {module: []string{"credentials", "runtime"}, forbid: heavyDeps},
+	"images":       {module: []string{"credentials", "runtime", "internal/..."}, forbid: heavyDeps},
 	"podsync":      {module: []string{"images", "mounts", "runtime", "internal/..."}, forbid: heavyDeps},
 	"internal/...": {module: []string{"runtime", "runtime/fake", "internal/..."}, forbid: heavyDeps},
 	"examples/...": {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes"}},

@@ -69,3 +69,17 @@ type Runtime interface {
 	ImageService
 	RuntimeService
 }
+
+// PullProgress is how far a pull has come.
+type PullProgress struct {
+	// BytesDone and BytesTotal are the layer bytes fetched so far and in
+	// all (0 when unknown).
+	BytesDone, BytesTotal int64
+}
+
+// ProgressPuller is an optional ability of an ImageService: a pull that
+// reports progress as it goes. Callers discover it by type assertion and
+// fall back to PullImage.
+type ProgressPuller interface {
+	PullImageWithProgress(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, podSandboxConfig *runtimeapi.PodSandboxConfig, progress func(PullProgress)) (string, error)
+}

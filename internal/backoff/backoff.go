@@ -116,3 +116,26 @@ func (b *Backoff) Snapshot() map[string]Entry {
 	}
 	return out
 }
+
+// IsInBackOffSinceUpdate reports whether less than key's delay has passed
+// between its last update and eventTime (kubelet's image back-off test).
+func (b *Backoff) IsInBackOffSinceUpdate(key string, eventTime time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.entries[key]
+	if !ok || b.expired(eventTime, e.lastUpdate, b.max) {
+		return false
+	}
+	return eventTime.Sub(e.lastUpdate) < e.delay
+}
+
+// Lookup returns key's state.
+func (b *Backoff) Lookup(key string) (Entry, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.entries[key]
+	if !ok {
+		return Entry{}, false
+	}
+	return Entry{Delay: e.delay, LastUpdate: e.lastUpdate}, true
+}

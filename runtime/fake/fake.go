@@ -38,6 +38,9 @@ type Runtime struct {
 	interceptors []*interceptor
 	onStart      StartFunc
 	onExec       ExecFunc
+
+	progressSteps    int
+	progressInterval time.Duration
 }
 
 type credential struct{ username, password string }
@@ -284,9 +287,20 @@ func (r *Runtime) findImage(ref string) *runtimeapi.Image {
 // PullImage implements runtime.ImageService. Pulling a present image
 // succeeds again, as in containerd.
 func (r *Runtime) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	return r.pull(ctx, image, auth, sandboxConfig, nil)
+}
+
+// pull records the call, runs the interceptors, then during (which may
+// report progress), then resolves the image.
+func (r *Runtime) pull(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig, during func(context.Context) error) (string, error) {
 	req := &runtimeapi.PullImageRequest{Image: clone(image), Auth: clone(auth), SandboxConfig: clone(sandboxConfig)}
 	if err := r.enter(ctx, "PullImage", req); err != nil {
 		return "", err
+	}
+	if during != nil {
+		if err := during(ctx); err != nil {
+			return "", err
+		}
 	}
 	ref := image.GetImage()
 	name, err := normalize(ref)

@@ -1,0 +1,46 @@
+// Package images is kubelet's image manager (pkg/kubelet/images,
+// v1.33–v1.35): Manager.EnsureImageExists decides whether a container's
+// image must be pulled, pulls it through a runtime.ImageService with the
+// right credentials, and reports what happened as kubelet does.
+//
+//   - Default tag: ":latest" is appended textually to a reference with
+//     neither tag nor digest; an unparsable one is ErrInvalidImageName
+//     (event InspectFailed).
+//   - Pull policy: Always pulls without asking the runtime; IfNotPresent
+//     and Never ask ImageStatus (a failure is ErrImageInspect, event
+//     InspectFailed); present means no pull (event Pulled "already present
+//     on machine"); Never and absent is ErrImageNeverPull. An empty or
+//     unknown policy pulls.
+//   - Credentials: the pod's pull secrets, then the node keyring
+//     (credentials.MakeKeyring), looked up by the normalised repository;
+//     every matching credential is tried in order until one works; the
+//     errors are aggregated with kubelet's text and never quote a secret.
+//     Pod annotations and the runtime handler go into the CRI image spec.
+//   - Back-off per "<podUID>_<image as written>": 10 s doubling to 300 s.
+//     While in back-off the answer is ErrImagePullBackOff, with the last
+//     error in the message, and the runtime is not called.
+//   - Errors and events: Pulling then Pulled or Failed; BackOff; texts and
+//     sentinels as kubelet's (ErrImagePull, ErrRegistryUnavailable,
+//     ErrSignatureValidationFailed …). Every error is an *Error whose text
+//     is the sentinel (the waiting reason) and which also matches the
+//     runtime's class, such as runtime.ErrUnauthorized for a 401.
+//   - Pullers: serial, first come first served (the default, as kubelet's
+//     serializeImagePulls), or parallel with an optional limit.
+//
+// # Beyond kubelet
+//
+// Waiting for a pull slot honours the context, and no goroutine outlives
+// Close or its callers (kubelet's serial worker never stops).
+// Concurrent calls for the same image, runtime handler and credentials
+// share one runtime pull (kubernetes#125164); a caller with other
+// credentials never rides on another's pull, and followers take no slot.
+// A shared pull is cancelled when its last waiter gives up. Back-off can be
+// inspected (BackOff) and reset (ResetBackOff) for when a secret is fixed.
+// A runtime that reports progress (runtime.ProgressPuller) feeds
+// WithProgress, and WithStallTimeout cancels a pull that stops progressing
+// (ErrPullStalled). Registry-unavailable and signature errors are
+// recognised from the CRI status message, so they are also recognised over
+// gRPC, where kubelet's prefix match on the whole error text does not see
+// them. Not implemented: kubelet's pull QPS throttle, and the
+// "ensure secret pulled images" checks (KEP-2535).
+package images

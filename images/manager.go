@@ -1,0 +1,324 @@
+package images
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/distribution/reference"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/podstart/podstart/credentials"
+	"github.com/podstart/podstart/internal/backoff"
+	"github.com/podstart/podstart/runtime"
+)
+
+// Image pull back-off defaults (kubelet's imageBackOffPeriod and
+// MaxImageBackOff).
+const (
+	DefaultBackOffInitial = 10 * time.Second
+	DefaultBackOffMax     = 300 * time.Second
+)
+
+// Option configures a Manager.
+type Option func(*options)
+
+type options struct {
+	recorder       EventRecorder
+	clock          clock.Clock
+	node           credentials.Keyring
+	credOpts       []credentials.Option
+	serial         bool
+	maxParallel    int
+	backoffInitial time.Duration
+	backoffMax     time.Duration
+	handler        func(*corev1.Pod) string
+	progress       func(image string, p runtime.PullProgress)
+	stall          time.Duration
+}
+
+// WithRecorder sets where events go (default: nowhere).
+func WithRecorder(r EventRecorder) Option { return func(o *options) { o.recorder = r } }
+
+// WithClock sets the clock for back-off and durations.
+func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
+
+// WithNodeKeyring sets the node's keyring, tried after the pod's pull
+// secrets (default: none).
+func WithNodeKeyring(k credentials.Keyring) Option { return func(o *options) { o.node = k } }
+
+// WithCredentialOptions passes options to the pull-secret keyring (for
+// example credentials.WithTokens()).
+func WithCredentialOptions(opts ...credentials.Option) Option {
+	return func(o *options) { o.credOpts = append(o.credOpts, opts...) }
+}
+
+// WithSerialPulls pulls one image at a time, first come first served
+// (kubelet's default, serializeImagePulls).
+func WithSerialPulls() Option { return func(o *options) { o.serial, o.maxParallel = true, 0 } }
+
+// WithParallelPulls pulls in parallel with at most max pulls at once
+// (kubelet's maxParallelImagePulls); max < 1 means no limit.
+func WithParallelPulls(max int) Option {
+	return func(o *options) { o.serial, o.maxParallel = false, max }
+}
+
+// WithBackOff sets the pull back-off's initial and maximum delay.
+func WithBackOff(initial, max time.Duration) Option {
+	return func(o *options) { o.backoffInitial, o.backoffMax = initial, max }
+}
+
+// WithRuntimeHandler sets how a pod's runtime handler is found (kubelet
+// resolves the pod's RuntimeClass); it goes into the CRI image spec.
+func WithRuntimeHandler(f func(*corev1.Pod) string) Option { return func(o *options) { o.handler = f } }
+
+// WithProgress receives pull progress when the runtime can report it
+// (runtime.ProgressPuller).
+func WithProgress(f func(image string, p runtime.PullProgress)) Option {
+	return func(o *options) { o.progress = f }
+}
+
+// WithStallTimeout cancels a pull that reports no progress for d, with
+// ErrPullStalled; it needs a runtime that reports progress.
+func WithStallTimeout(d time.Duration) Option { return func(o *options) { o.stall = d } }
+
+// Manager is kubelet's image manager: EnsureImageExists with pull policy,
+// back-off, serial or parallel pullers, and one runtime pull shared by
+// concurrent callers with the same credentials. Close it to stop pulls in
+// flight; it starts no goroutine that outlives Close.
+type Manager struct {
+	img     runtime.ImageService
+	o       options
+	backoff *backoff.Backoff
+	slots   *slots // nil: unlimited
+
+	mu      sync.Mutex
+	flights map[string]*flight
+	prevErr map[string]string
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// NewManager returns a manager that pulls through img.
+func NewManager(img runtime.ImageService, opts ...Option) *Manager {
+	o := options{recorder: discard{}, clock: clock.RealClock{}, serial: true,
+		backoffInitial: DefaultBackOffInitial, backoffMax: DefaultBackOffMax,
+		handler: func(*corev1.Pod) string { return "" }}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	m := &Manager{img: img, o: o, flights: map[string]*flight{}, prevErr: map[string]string{},
+		backoff: backoff.New(o.clock, o.backoffInitial, o.backoffMax, nil)}
+	switch {
+	case o.serial:
+		m.slots = newSlots(1)
+	case o.maxParallel >= 1:
+		m.slots = newSlots(o.maxParallel)
+	}
+	return m
+}
+
+// Close cancels the pulls in flight and waits for them to end; later
+// calls fail with ErrClosed.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	for _, f := range m.flights {
+		f.cancel()
+	}
+	m.mu.Unlock()
+	m.wg.Wait()
+	return nil
+}
+
+// ApplyDefaultTag appends ":latest" to a reference with neither tag nor
+// digest, textually (the name is not qualified), as kubelet does.
+func ApplyDefaultTag(image string) (string, error) {
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return "", err
+	}
+	_, tagged := named.(reference.Tagged)
+	_, digested := named.(reference.Digested)
+	if !tagged && !digested {
+		return image + ":latest", nil
+	}
+	return image, nil
+}
+
+// EnsureImageExists makes sure the container's image is present as its
+// pull policy says, pulling it with the pod's pull secrets and then the
+// node's credentials. It returns the runtime's image reference, a message
+// for people, and on failure an *Error matching one of kubelet's
+// sentinels. Events go to the recorder as kubelet emits them.
+func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, container *corev1.Container, pullSecrets []corev1.Secret, sandboxConfig *runtimeapi.PodSandboxConfig) (imageRef, message string, err error) {
+	requested := container.Image
+	ref := ContainerRef(pod, container)
+	log := logr.FromContextOrDiscard(ctx).WithValues("pod", pod.Namespace+"/"+pod.Name, "image", requested)
+
+	image, err := ApplyDefaultTag(requested)
+	if err != nil {
+		msg := fmt.Sprintf("Failed to apply default image tag %q: %v", requested, err)
+		m.o.recorder.Eventf(ref, corev1.EventTypeWarning, EventInspectFailed, "%s", msg)
+		return "", msg, &Error{Reason: ErrInvalidImageName, Err: err}
+	}
+	spec := &runtimeapi.ImageSpec{Image: image, RuntimeHandler: m.o.handler(pod)}
+	if len(pod.Annotations) > 0 {
+		spec.Annotations = make(map[string]string, len(pod.Annotations))
+		for k, v := range pod.Annotations {
+			spec.Annotations[k] = v
+		}
+	}
+
+	policy := container.ImagePullPolicy
+	if policy == corev1.PullIfNotPresent || policy == corev1.PullNever {
+		st, err := m.img.ImageStatus(ctx, spec, false)
+		if err != nil {
+			err = runtime.Classify(err)
+			msg := fmt.Sprintf("Failed to inspect image %q: %v", "", err)
+			m.o.recorder.Eventf(ref, corev1.EventTypeWarning, EventInspectFailed, "%s", msg)
+			return "", msg, &Error{Reason: ErrImageInspect, Err: err}
+		}
+		if id := st.GetImage().GetId(); id != "" {
+			msg := fmt.Sprintf("Container image %q already present on machine", requested)
+			m.o.recorder.Eventf(ref, corev1.EventTypeNormal, EventPulled, "%s", msg)
+			return id, msg, nil
+		}
+		if policy == corev1.PullNever {
+			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", requested)
+			m.o.recorder.Eventf(ref, corev1.EventTypeWarning, EventErrImageNeverPull, "%s", msg)
+			return "", msg, &Error{Reason: ErrImageNeverPull}
+		}
+	}
+
+	// Keyrings look up the normalised repository, not the user's string.
+	named, _ := reference.ParseNormalizedNamed(requested)
+	keyring, err := credentials.MakeKeyring(pullSecrets, m.o.node, m.o.credOpts...)
+	if err != nil {
+		return "", err.Error(), err
+	}
+	creds, _ := keyring.Lookup(named.Name())
+
+	key := string(pod.UID) + "_" + requested
+	now := m.o.clock.Now()
+	if m.backoff.IsInBackOffSinceUpdate(key, now) {
+		m.o.recorder.Eventf(ref, corev1.EventTypeNormal, EventBackOff, "Back-off pulling image %q", requested)
+		msg := fmt.Sprintf("Back-off pulling image %q", requested)
+		m.mu.Lock()
+		if prev, ok := m.prevErr[key]; ok {
+			msg += ": " + prev
+		}
+		m.mu.Unlock()
+		return "", msg, &Error{Reason: ErrImagePullBackOff}
+	}
+	m.mu.Lock()
+	delete(m.prevErr, key)
+	m.mu.Unlock()
+
+	m.o.recorder.Eventf(ref, corev1.EventTypeNormal, EventPulling, "Pulling image %q", requested)
+	log.V(2).Info("Pulling image", "credentials", len(creds))
+	res := m.join(ctx, spec, creds, sandboxConfig)
+	total := m.o.clock.Since(now)
+	if res.err != nil {
+		m.o.recorder.Eventf(ref, corev1.EventTypeWarning, EventFailed, "Failed to pull image %q: %v", requested, res.err)
+		m.backoff.Next(key, m.o.clock.Now())
+		reason, msg := classifyPullError(requested, res.err)
+		m.mu.Lock()
+		m.prevErr[key] = reason.Error() + ": " + msg
+		m.mu.Unlock()
+		return "", msg, &Error{Reason: reason, Err: res.err}
+	}
+	m.o.recorder.Eventf(ref, corev1.EventTypeNormal, EventPulled, "Successfully pulled image %q in %v (%v including waiting). Image size: %v bytes.",
+		requested, res.pull.Truncate(time.Millisecond), total.Truncate(time.Millisecond), res.size)
+	m.gcBackOff()
+	return res.ref, "", nil
+}
+
+// classifyPullError is kubelet's evalCRIPullErr over podstart's error
+// classes: the registry-unavailable and signature texts get kubelet's
+// messages; anything else is ErrImagePull with the error's text. As in
+// kubelet, several credentials failing differently are ErrImagePull.
+func classifyPullError(requested string, err error) (error, string) {
+	text := err.Error()
+	if agg, ok := err.(aggregate); ok && agg.distinct() > 1 {
+		return ErrImagePull, text
+	}
+	msg := text
+	if s, ok := runtimeStatusMessage(err); ok {
+		msg = s
+	}
+	for _, c := range []struct {
+		class error
+		why   string
+	}{{ErrRegistryUnavailable, "the registry is unavailable"}, {ErrSignatureValidationFailed, "the signature validation failed"}} {
+		if rest, ok := strings.CutPrefix(msg, c.class.Error()); ok && errors.Is(err, c.class) {
+			return c.class, fmt.Sprintf("image pull failed for %s because %s%s", requested, c.why, rest)
+		}
+	}
+	return ErrImagePull, text
+}
+
+func (m *Manager) gcBackOff() {
+	m.backoff.GC()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for key := range m.prevErr {
+		if _, ok := m.backoff.Lookup(key); !ok {
+			delete(m.prevErr, key)
+		}
+	}
+}
+
+// BackOffState is one pod and image's pull back-off.
+type BackOffState struct {
+	Delay      time.Duration
+	LastUpdate time.Time
+	LastError  string
+}
+
+// BackOff reports the pull back-off of a pod's image (as written in the
+// container spec).
+func (m *Manager) BackOff(podUID types.UID, image string) (BackOffState, bool) {
+	key := string(podUID) + "_" + image
+	e, ok := m.backoff.Lookup(key)
+	if !ok {
+		return BackOffState{}, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return BackOffState{Delay: e.Delay, LastUpdate: e.LastUpdate, LastError: m.prevErr[key]}, true
+}
+
+// ResetBackOff forgets a pod's image back-off, so the next call pulls at
+// once (for when a pull secret was fixed). Kubelet has no such call.
+func (m *Manager) ResetBackOff(podUID types.UID, image string) {
+	key := string(podUID) + "_" + image
+	m.backoff.Reset(key)
+	m.mu.Lock()
+	delete(m.prevErr, key)
+	m.mu.Unlock()
+}
+
+// fingerprint identifies a list of credentials without keeping them.
+func fingerprint(creds []credentials.AuthConfig) string {
+	h := sha256.New()
+	var n [8]byte
+	for _, c := range creds {
+		for _, f := range []string{c.Username, c.Password, c.Auth, c.ServerAddress, c.IdentityToken, c.RegistryToken} {
+			binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+			h.Write(n[:])
+			h.Write([]byte(f))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
