@@ -39,6 +39,7 @@ type Runtime struct {
 	onStart      StartFunc
 	onExec       ExecFunc
 
+	lastStamp        int64
 	progressSteps    int
 	progressInterval time.Duration
 }
@@ -208,7 +209,17 @@ func (r *Runtime) enter(ctx context.Context, method string, req proto.Message) e
 	return nil
 }
 
-func (r *Runtime) now() int64 { return r.clock.Now().UnixNano() }
+// now is the clock's time in nanoseconds, made strictly increasing so that
+// instances created at one fake-clock instant still sort in creation
+// order, as they do on a real runtime. Callers hold mu.
+func (r *Runtime) now() int64 {
+	n := r.clock.Now().UnixNano()
+	if n <= r.lastStamp {
+		n = r.lastStamp + 1
+	}
+	r.lastStamp = n
+	return n
+}
 
 func (r *Runtime) newID(prefix string) string {
 	r.nextID++

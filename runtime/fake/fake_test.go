@@ -96,7 +96,10 @@ func TestStartFuncAndExit(t *testing.T) {
 		if s.State != c.state || s.ExitCode != c.code || s.Reason != c.reason {
 			t.Errorf("%s: %v exit %d %q; want %v exit %d %q", c.name, s.State, s.ExitCode, s.Reason, c.state, c.code, c.reason)
 		}
-		if s.StartedAt != clk.Now().UnixNano() || s.CreatedAt != clk.Now().Add(-time.Second).UnixNano() {
+		// Timestamps come from the injected clock, nudged by nanoseconds
+		// so that they strictly increase.
+		near := func(got int64, want time.Time) bool { return got >= want.UnixNano() && got < want.UnixNano()+1000 }
+		if !near(s.StartedAt, clk.Now()) || !near(s.CreatedAt, clk.Now().Add(-time.Second)) {
 			t.Errorf("%s: timestamps not from the injected clock: %d %d", c.name, s.CreatedAt, s.StartedAt)
 		}
 	}
@@ -235,5 +238,22 @@ func TestReturnedValuesAreCopies(t *testing.T) {
 	again, _ := f.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: "busybox"}, false)
 	if again.Image.RepoTags[0] == "mutated" {
 		t.Fatal("caller mutation reached the fake's state")
+	}
+}
+
+func TestTimestampsStrictlyIncrease(t *testing.T) {
+	t.Parallel()
+	clk := testingclock.NewFakeClock(time.Unix(0, 0)) // never moves
+	f := fake.New(fake.WithClock(clk), fake.WithImages("busybox"))
+	ctx := context.Background()
+	sb := sandbox(t, f, "p", false)
+	var last int64
+	for i := 0; i < 5; i++ {
+		id, _ := f.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "c"}, Image: &runtimeapi.ImageSpec{Image: "busybox"}}, nil)
+		st, _ := f.ContainerStatus(ctx, id, false)
+		if st.Status.CreatedAt <= last {
+			t.Fatalf("CreatedAt %d not after %d", st.Status.CreatedAt, last)
+		}
+		last = st.Status.CreatedAt
 	}
 }

@@ -1,0 +1,98 @@
+package podsync
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// SyncAction names one step of SyncPod, as kubelet's SyncResult does.
+type SyncAction string
+
+// Sync actions.
+const (
+	ActionStartContainer   SyncAction = "StartContainer"
+	ActionKillContainer    SyncAction = "KillContainer"
+	ActionCreatePodSandbox SyncAction = "CreatePodSandbox"
+	ActionConfigPodSandbox SyncAction = "ConfigPodSandbox"
+	ActionKillPodSandbox   SyncAction = "KillPodSandbox"
+	ActionRemoveContainer  SyncAction = "RemoveContainer"
+)
+
+// Kubelet's errors for sync steps; their texts are container waiting
+// reasons where kubelet uses them so.
+var (
+	ErrCrashLoopBackOff      = errors.New("CrashLoopBackOff")
+	ErrRunContainer          = errors.New("RunContainerError")
+	ErrKillContainer         = errors.New("KillContainerError")
+	ErrCreatePodSandbox      = errors.New("CreatePodSandboxError")
+	ErrConfigPodSandbox      = errors.New("ConfigPodSandboxError")
+	ErrKillPodSandbox        = errors.New("KillPodSandboxError")
+	ErrRemoveContainer       = errors.New("RemoveContainerError")
+	ErrCreateContainerConfig = errors.New("CreateContainerConfigError")
+	ErrCreateContainer       = errors.New("CreateContainerError")
+	ErrPostStartHook         = errors.New("PostStartHookError")
+)
+
+// SyncResult is the outcome of one step.
+type SyncResult struct {
+	Action SyncAction
+	// Target is the container name, or the pod's sandbox for sandbox steps.
+	Target string
+	// Err is nil on success, else an error matching one of the sentinels
+	// above or of package images (and, through them, the runtime's class).
+	Err error
+	// Message explains a failure for people.
+	Message string
+	// Duration is how long the step took.
+	Duration time.Duration
+}
+
+// Result is the outcome of a SyncPod (kubelet's PodSyncResult).
+type Result struct {
+	Results []*SyncResult
+	// SyncError is a failure that belongs to no single step.
+	SyncError error
+}
+
+func (r *Result) add(action SyncAction, target string) *SyncResult {
+	sr := &SyncResult{Action: action, Target: target}
+	r.Results = append(r.Results, sr)
+	return sr
+}
+
+// Error sums up every failure as kubelet does, or returns nil. The error
+// wraps each step's error, so errors.Is and errors.As see them.
+func (r Result) Error() error {
+	var errs []error
+	var texts []string
+	if r.SyncError != nil {
+		errs = append(errs, r.SyncError)
+		texts = append(texts, fmt.Sprintf("failed to SyncPod: %v", r.SyncError))
+	}
+	for _, sr := range r.Results {
+		if sr.Err != nil {
+			errs = append(errs, sr.Err)
+			texts = append(texts, fmt.Sprintf("failed to %q for %q with %v: %q", sr.Action, sr.Target, sr.Err, sr.Message))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &syncError{text: strings.Join(texts, ", "), errs: errs}
+}
+
+type syncError struct {
+	text string
+	errs []error
+}
+
+func (e *syncError) Error() string {
+	if len(e.errs) == 1 {
+		return e.text
+	}
+	return "[" + e.text + "]"
+}
+
+func (e *syncError) Unwrap() []error { return e.errs }

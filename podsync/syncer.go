@@ -1,0 +1,572 @@
+package podsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/podstart/podstart/images"
+	"github.com/podstart/podstart/mounts"
+	"github.com/podstart/podstart/runtime"
+)
+
+// ImageEnsurer makes sure a container's image is present;
+// *images.Manager is one.
+type ImageEnsurer interface {
+	EnsureImageExists(ctx context.Context, pod *corev1.Pod, container *corev1.Container, pullSecrets []corev1.Secret, sandboxConfig *runtimeapi.PodSandboxConfig) (imageRef, message string, err error)
+}
+
+// Step is one thing SyncPod did, reported as it happens (WithTrace).
+type Step struct {
+	// Name is "kill-pod", "kill", "remove", "sandbox", "pull", "create",
+	// "start" or "post-start".
+	Name      string
+	Container string // empty for pod-level steps
+	Duration  time.Duration
+	Err       error
+}
+
+// Option configures a Syncer.
+type Option func(*options)
+
+type options struct {
+	recorder      images.EventRecorder
+	clock         clock.Clock
+	backoff       *BackOff
+	probes        ProbeResults
+	volumes       VolumeProvider
+	env           EnvResolver
+	rootDir       string
+	podLogsDir    string
+	clusterDomain string
+	selinux       bool
+	handler       func(*corev1.Pod) string
+	dns           func(*corev1.Pod) (*runtimeapi.DNSConfig, error)
+	mountOpts     []mounts.Option
+	httpClient    *http.Client
+	trace         func(Step)
+}
+
+// Defaults, as kubelet's.
+const (
+	DefaultRootDir    = "/var/lib/kubelet"
+	DefaultPodLogsDir = "/var/log/pods"
+)
+
+// WithRecorder sets where events go (default: nowhere).
+func WithRecorder(r images.EventRecorder) Option { return func(o *options) { o.recorder = r } }
+
+// WithClock sets the clock for back-off and durations.
+func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
+
+// WithBackOff shares a restart back-off (default: a new one with kubelet's
+// delays on the Syncer's clock).
+func WithBackOff(b *BackOff) Option { return func(o *options) { o.backoff = b } }
+
+// WithProbes gives liveness and startup results (default: none yet).
+func WithProbes(p ProbeResults) Option { return func(o *options) { o.probes = p } }
+
+// WithVolumes sets the volume provider (default: DefaultVolumes under the
+// root dir).
+func WithVolumes(v VolumeProvider) Option { return func(o *options) { o.volumes = v } }
+
+// WithEnvResolver resolves valueFrom and envFrom.
+func WithEnvResolver(r EnvResolver) Option { return func(o *options) { o.env = r } }
+
+// WithRootDir sets kubelet's root dir (pod directories live under
+// <dir>/pods).
+func WithRootDir(dir string) Option { return func(o *options) { o.rootDir = dir } }
+
+// WithPodLogsDir sets the root of pod log directories (default
+// /var/log/pods).
+func WithPodLogsDir(dir string) Option { return func(o *options) { o.podLogsDir = dir } }
+
+// WithClusterDomain sets the cluster domain for hostnames and /etc/hosts.
+func WithClusterDomain(d string) Option { return func(o *options) { o.clusterDomain = d } }
+
+// WithSELinux says SELinux is enabled on the node, so mounts ask to be
+// relabelled.
+func WithSELinux(enabled bool) Option { return func(o *options) { o.selinux = enabled } }
+
+// WithRuntimeHandler sets how a pod's runtime handler is found.
+func WithRuntimeHandler(f func(*corev1.Pod) string) Option { return func(o *options) { o.handler = f } }
+
+// WithDNS builds the sandbox's DNS config (default: none, so the runtime
+// uses the node's resolv.conf).
+func WithDNS(f func(*corev1.Pod) (*runtimeapi.DNSConfig, error)) Option {
+	return func(o *options) { o.dns = f }
+}
+
+// WithMountOptions passes options to mounts.Make.
+func WithMountOptions(opts ...mounts.Option) Option {
+	return func(o *options) { o.mountOpts = append(o.mountOpts, opts...) }
+}
+
+// WithHTTPClient sets the client for HTTP lifecycle hooks.
+func WithHTTPClient(c *http.Client) Option { return func(o *options) { o.httpClient = c } }
+
+// WithTrace receives each step as it finishes.
+func WithTrace(f func(Step)) Option { return func(o *options) { o.trace = f } }
+
+// Syncer carries out ComputePodActions over CRI: kubelet's SyncPod and
+// startContainer as a library. It keeps no pod state of its own (the
+// runtime holds it; the restart back-off is shared through BackOff), so a
+// new Syncer over the same runtime carries on where another stopped.
+type Syncer struct {
+	rt     runtime.RuntimeService
+	images ImageEnsurer
+	o      options
+}
+
+// NewSyncer returns a Syncer over rt that pulls images with ims.
+func NewSyncer(rt runtime.RuntimeService, ims ImageEnsurer, opts ...Option) *Syncer {
+	o := options{clock: clock.RealClock{}, rootDir: DefaultRootDir, podLogsDir: DefaultPodLogsDir, clusterDomain: "cluster.local",
+		handler: func(*corev1.Pod) string { return "" }, httpClient: &http.Client{Timeout: 30 * time.Second}}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.recorder == nil {
+		o.recorder = nopRecorder{}
+	}
+	if o.backoff == nil {
+		o.backoff = NewBackOff(o.clock, DefaultBackOffInitial, DefaultBackOffMax)
+	}
+	if o.volumes == nil {
+		o.volumes = DefaultVolumes{RootDir: o.rootDir}
+	}
+	o.mountOpts = append([]mounts.Option{mounts.WithClusterDomain(o.clusterDomain)}, o.mountOpts...)
+	return &Syncer{rt: rt, images: ims, o: o}
+}
+
+// BackOff returns the Syncer's restart back-off.
+func (s *Syncer) BackOff() *BackOff { return s.o.backoff }
+
+// Status rebuilds the pod's PodStatus from the runtime alone, from the
+// labels and annotations SyncPod writes: sandboxes and container instances
+// newest first, the pod IPs of the newest ready sandbox.
+func (s *Syncer) Status(ctx context.Context, pod *corev1.Pod) (*PodStatus, error) {
+	sel := map[string]string{LabelPodUID: string(pod.UID)}
+	sandboxes, err := s.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes of pod %s: %w", podName(pod), runtime.Classify(err))
+	}
+	st := &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+	for _, sb := range sandboxes {
+		resp, err := s.rt.PodSandboxStatus(ctx, sb.Id, false)
+		if errors.Is(runtime.Classify(err), runtime.ErrNotFound) {
+			continue // removed meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("status of sandbox %s: %w", sb.Id, runtime.Classify(err))
+		}
+		st.SandboxStatuses = append(st.SandboxStatuses, resp.Status)
+	}
+	sort.SliceStable(st.SandboxStatuses, func(i, j int) bool {
+		return st.SandboxStatuses[i].CreatedAt > st.SandboxStatuses[j].CreatedAt
+	})
+	for _, sb := range st.SandboxStatuses {
+		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY && sb.GetNetwork().GetIp() != "" {
+			st.IPs = append([]string{sb.Network.Ip}, ipsOf(sb.Network.AdditionalIps)...)
+			break
+		}
+	}
+	containers, err := s.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list containers of pod %s: %w", podName(pod), runtime.Classify(err))
+	}
+	for _, c := range containers {
+		resp, err := s.rt.ContainerStatus(ctx, c.Id, false)
+		if errors.Is(runtime.Classify(err), runtime.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("status of container %s: %w", c.Id, runtime.Classify(err))
+		}
+		st.ContainerStatuses = append(st.ContainerStatuses, toContainerStatus(c, resp.Status))
+	}
+	sort.SliceStable(st.ContainerStatuses, func(i, j int) bool {
+		return st.ContainerStatuses[i].CreatedAt.After(st.ContainerStatuses[j].CreatedAt)
+	})
+	return st, nil
+}
+
+func ipsOf(ips []*runtimeapi.PodIP) []string {
+	out := make([]string, 0, len(ips))
+	for _, ip := range ips {
+		out = append(out, ip.Ip)
+	}
+	return out
+}
+
+func toContainerStatus(c *runtimeapi.Container, s *runtimeapi.ContainerStatus) *ContainerStatus {
+	cs := &ContainerStatus{
+		ID: s.Id, Name: s.GetMetadata().GetName(), SandboxID: c.PodSandboxId,
+		CreatedAt: unixNano(s.CreatedAt), StartedAt: unixNano(s.StartedAt), FinishedAt: unixNano(s.FinishedAt),
+		ExitCode: int(s.ExitCode), Reason: s.Reason, Message: s.Message,
+		Image: s.GetImage().GetImage(), ImageRef: s.ImageRef,
+	}
+	if name := s.Labels[LabelContainerName]; name != "" {
+		cs.Name = name
+	}
+	if u := s.GetImage().GetUserSpecifiedImage(); u != "" {
+		cs.Image = u
+	}
+	cs.Hash, _ = strconv.ParseUint(s.Annotations[AnnotationContainerHash], 16, 64)
+	cs.RestartCount, _ = strconv.Atoi(s.Annotations[AnnotationContainerRestartCount])
+	switch s.State {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		cs.State = ContainerStateCreated
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		cs.State = ContainerStateRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		cs.State = ContainerStateExited
+	default:
+		cs.State = ContainerStateUnknown
+	}
+	return cs
+}
+
+func unixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+func podName(pod *corev1.Pod) string {
+	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+}
+
+func (s *Syncer) traced(name, container string, f func() error) error {
+	start := s.o.clock.Now()
+	err := f()
+	if s.o.trace != nil {
+		s.o.trace(Step{Name: name, Container: container, Duration: s.o.clock.Since(start), Err: err})
+	}
+	return err
+}
+
+// SyncPod brings the pod one step closer to its spec, in kubelet's order:
+// compute the actions; kill the pod or the containers that must go;
+// create the sandbox; start ephemeral, then init, then app containers. A
+// regular init container that fails to start ends the sync; an app
+// container that fails does not stop the others. Called repeatedly, it
+// converges the pod.
+func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus, pullSecrets []corev1.Secret) Result {
+	var result Result
+	log := logr.FromContextOrDiscard(ctx).WithValues("pod", pod.Namespace+"/"+pod.Name)
+	if status == nil {
+		status = &PodStatus{}
+	}
+	actions := ComputePodActions(pod, status, s.o.probes)
+	log.V(3).Info("Computed pod actions", "actions", actions.String())
+	podRef := images.ContainerRef(pod, nil)
+	if actions.CreateSandbox && actions.SandboxID != "" {
+		s.o.recorder.Eventf(podRef, corev1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
+	}
+
+	// Kill.
+	if actions.KillPod {
+		kill := s.killPod(ctx, pod, status)
+		result.Results = append(result.Results, kill.Results...)
+		if kill.Error() != nil {
+			return result
+		}
+		if actions.CreateSandbox {
+			s.purgeInitContainers(ctx, pod, status, &result)
+		}
+	} else {
+		for _, id := range sortedKeys(actions.ContainersToKill) {
+			k := actions.ContainersToKill[id]
+			sr := result.add(ActionKillContainer, k.Name)
+			start := s.o.clock.Now()
+			if err := s.killContainer(ctx, pod, k.Container, id, k.Message, k.Reason); err != nil {
+				sr.Err, sr.Message = fmt.Errorf("%w: %w", ErrKillContainer, err), err.Error()
+				sr.Duration = s.o.clock.Since(start)
+				return result
+			}
+			sr.Duration = s.o.clock.Since(start)
+		}
+	}
+	s.pruneInitContainers(ctx, pod, status)
+
+	podIPs := status.IPs
+	sandboxID := actions.SandboxID
+	if actions.CreateSandbox {
+		sr := result.add(ActionCreatePodSandbox, podName(pod))
+		start := s.o.clock.Now()
+		id, ips, msg, err := s.createSandbox(ctx, pod, actions.Attempt)
+		sr.Duration = s.o.clock.Since(start)
+		if err != nil {
+			sr.Err, sr.Message = err, msg
+			s.o.recorder.Eventf(podRef, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", msg)
+			return result
+		}
+		sandboxID = id
+		if !pod.Spec.HostNetwork {
+			podIPs = ips
+		}
+	}
+	podIP := ""
+	if len(podIPs) > 0 {
+		podIP = podIPs[0]
+	}
+
+	sandboxConfig, err := s.SandboxConfig(pod, actions.Attempt)
+	if err != nil {
+		sr := result.add(ActionConfigPodSandbox, sandboxID)
+		sr.Err, sr.Message = fmt.Errorf("%w: %w", ErrConfigPodSandbox, err), err.Error()
+		return result
+	}
+
+	start := func(kind string, c *corev1.Container) error {
+		sr := result.add(ActionStartContainer, c.Name)
+		t0 := s.o.clock.Now()
+		defer func() { sr.Duration = s.o.clock.Since(t0) }()
+		if inBackOff, msg := s.doBackOff(pod, c, status); inBackOff {
+			sr.Err, sr.Message = ErrCrashLoopBackOff, msg
+			return sr.Err
+		}
+		msg, err := s.startContainer(ctx, sandboxID, sandboxConfig, c, pod, status, pullSecrets, podIP, podIPs)
+		if err != nil {
+			sr.Err, sr.Message = err, msg
+			log.V(2).Info("Failed to start "+kind, "container", c.Name, "err", err, "message", msg)
+		}
+		return err
+	}
+	for _, i := range actions.EphemeralContainersToStart {
+		c := corev1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		start("ephemeral container", &c)
+	}
+	for _, i := range actions.InitContainersToStart {
+		c := &pod.Spec.InitContainers[i]
+		if err := start("init container", c); err != nil && !IsRestartableInitContainer(c) {
+			return result
+		}
+	}
+	for _, i := range actions.ContainersToStart {
+		start("container", &pod.Spec.Containers[i])
+	}
+	return result
+}
+
+func sortedKeys(m map[string]ContainerToKill) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// doBackOff is kubelet's crash-loop check on the newest exited instance.
+func (s *Syncer) doBackOff(pod *corev1.Pod, c *corev1.Container, status *PodStatus) (bool, string) {
+	var exited *ContainerStatus
+	for _, cs := range status.ContainerStatuses {
+		if cs.Name == c.Name && cs.State == ContainerStateExited {
+			exited = cs
+			break
+		}
+	}
+	if exited == nil {
+		return false, ""
+	}
+	if in, delay := s.o.backoff.Check(Key(pod, c), exited.FinishedAt); in {
+		s.o.recorder.Eventf(images.ContainerRef(pod, c), corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", c.Name, podName(pod))
+		return true, fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", delay, c.Name, podName(pod))
+	}
+	return false, ""
+}
+
+func (s *Syncer) createSandbox(ctx context.Context, pod *corev1.Pod, attempt uint32) (id string, ips []string, msg string, err error) {
+	err = s.traced("sandbox", "", func() error {
+		cfg, err := s.SandboxConfig(pod, attempt)
+		if err != nil {
+			msg = err.Error()
+			return fmt.Errorf("%w: %w", ErrCreatePodSandbox, err)
+		}
+		if id, err = s.rt.RunPodSandbox(ctx, cfg, s.o.handler(pod)); err != nil {
+			err = runtime.Classify(err)
+			msg = err.Error()
+			return fmt.Errorf("%w: %w", ErrCreatePodSandbox, err)
+		}
+		resp, err := s.rt.PodSandboxStatus(ctx, id, false)
+		if err != nil {
+			err = runtime.Classify(err)
+			msg = err.Error()
+			return fmt.Errorf("%w: %w", ErrCreatePodSandbox, err)
+		}
+		if resp.GetStatus() == nil {
+			msg = "pod sandbox status is nil"
+			return fmt.Errorf("%w: %s", ErrCreatePodSandbox, msg)
+		}
+		if n := resp.Status.GetNetwork(); n != nil && n.Ip != "" {
+			ips = append([]string{n.Ip}, ipsOf(n.AdditionalIps)...)
+		}
+		return nil
+	})
+	return id, ips, msg, err
+}
+
+// startContainer is kubelet's: pull, create, start, post-start hook.
+func (s *Syncer) startContainer(ctx context.Context, sandboxID string, sandboxConfig *runtimeapi.PodSandboxConfig, c *corev1.Container, pod *corev1.Pod, status *PodStatus, pullSecrets []corev1.Secret, podIP string, podIPs []string) (string, error) {
+	ref := images.ContainerRef(pod, c)
+	var imageRef, msg string
+	err := s.traced("pull", c.Name, func() (err error) {
+		imageRef, msg, err = s.images.EnsureImageExists(ctx, pod, c, pullSecrets, sandboxConfig)
+		return err
+	})
+	if err != nil {
+		s.o.recorder.Eventf(ref, corev1.EventTypeWarning, "Failed", "Error: %v", err)
+		return msg, err
+	}
+
+	restartCount := 0
+	if cs := status.FindContainerStatusByName(c.Name); cs != nil {
+		restartCount = cs.RestartCount + 1
+	} else {
+		restartCount = restartCountFromLogs(PodLogDir(s.o.podLogsDir, pod) + "/" + c.Name)
+	}
+	var id string
+	err = s.traced("create", c.Name, func() error {
+		cfg, err := s.containerConfig(ctx, pod, c, restartCount, imageRef, podIP, podIPs)
+		if err != nil {
+			msg = err.Error()
+			return fmt.Errorf("%w: %w", ErrCreateContainerConfig, err)
+		}
+		if id, err = s.rt.CreateContainer(ctx, sandboxID, cfg, sandboxConfig); err != nil {
+			err = runtime.Classify(err)
+			msg = err.Error()
+			return fmt.Errorf("%w: %w", ErrCreateContainer, err)
+		}
+		return nil
+	})
+	if err != nil {
+		s.o.recorder.Eventf(ref, corev1.EventTypeWarning, "Failed", "Error: %v", msg)
+		return msg, err
+	}
+	s.o.recorder.Eventf(ref, corev1.EventTypeNormal, "Created", "Created container %s", c.Name)
+
+	err = s.traced("start", c.Name, func() error {
+		if err := s.rt.StartContainer(ctx, id); err != nil {
+			err = runtime.Classify(err)
+			msg = err.Error()
+			return fmt.Errorf("%w: %w", ErrRunContainer, err)
+		}
+		return nil
+	})
+	if err != nil {
+		s.o.recorder.Eventf(ref, corev1.EventTypeWarning, "Failed", "Error: %v", msg)
+		return msg, err
+	}
+	s.o.recorder.Eventf(ref, corev1.EventTypeNormal, "Started", "Started container %s", c.Name)
+
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		err = s.traced("post-start", c.Name, func() error {
+			msg, err = s.runHook(ctx, pod, c, id, c.Lifecycle.PostStart, podIP)
+			return err
+		})
+		if err != nil {
+			s.o.recorder.Eventf(ref, corev1.EventTypeWarning, "FailedPostStartHook", "%s", msg)
+			if kerr := s.killContainer(ctx, pod, c, id, "FailedPostStartHook", KillReasonFailedPostStartHook); kerr != nil {
+				logr.FromContextOrDiscard(ctx).Error(kerr, "Failed to kill container after its post-start hook failed", "container", c.Name)
+			}
+			return msg, fmt.Errorf("%w: %w", ErrPostStartHook, err)
+		}
+	}
+	return "", nil
+}
+
+// killPod stops every running container of the pod, then every sandbox.
+func (s *Syncer) killPod(ctx context.Context, pod *corev1.Pod, status *PodStatus) Result {
+	var result Result
+	byName := map[string]*corev1.Container{}
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			byName[list[i].Name] = &list[i]
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		c := corev1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		byName[c.Name] = &c
+	}
+	_ = s.traced("kill-pod", "", func() error {
+		for _, cs := range status.ContainerStatuses {
+			if cs.State != ContainerStateRunning && cs.State != ContainerStateUnknown && cs.State != ContainerStateCreated {
+				continue
+			}
+			sr := result.add(ActionKillContainer, cs.Name)
+			c := byName[cs.Name]
+			if c == nil {
+				c = &corev1.Container{Name: cs.Name}
+			}
+			if err := s.killContainer(ctx, pod, c, cs.ID, "", KillReasonNone); err != nil {
+				sr.Err, sr.Message = fmt.Errorf("%w: %w", ErrKillContainer, err), err.Error()
+			}
+		}
+		for _, sb := range status.SandboxStatuses {
+			sr := result.add(ActionKillPodSandbox, podName(pod))
+			if err := runtime.Classify(s.rt.StopPodSandbox(ctx, sb.Id)); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+				sr.Err, sr.Message = fmt.Errorf("%w: %w", ErrKillPodSandbox, err), err.Error()
+			}
+		}
+		return result.Error()
+	})
+	return result
+}
+
+// purgeInitContainers removes every init container instance, before a new
+// sandbox is initialised, so old statuses cannot count for it.
+func (s *Syncer) purgeInitContainers(ctx context.Context, pod *corev1.Pod, status *PodStatus, result *Result) {
+	inits := map[string]bool{}
+	for _, c := range pod.Spec.InitContainers {
+		inits[c.Name] = true
+	}
+	var kept []*ContainerStatus
+	for _, cs := range status.ContainerStatuses {
+		if !inits[cs.Name] {
+			kept = append(kept, cs)
+			continue
+		}
+		if err := runtime.Classify(s.rt.RemoveContainer(ctx, cs.ID)); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			sr := result.add(ActionRemoveContainer, cs.Name)
+			sr.Err, sr.Message = fmt.Errorf("%w: %w", ErrRemoveContainer, err), err.Error()
+			kept = append(kept, cs)
+		}
+	}
+	status.ContainerStatuses = kept
+}
+
+// pruneInitContainers keeps, per init container, only the newest exited or
+// unknown instance.
+func (s *Syncer) pruneInitContainers(ctx context.Context, pod *corev1.Pod, status *PodStatus) {
+	inits := map[string]bool{}
+	for _, c := range pod.Spec.InitContainers {
+		inits[c.Name] = true
+	}
+	seen := map[string]bool{}
+	for _, cs := range status.ContainerStatuses {
+		if !inits[cs.Name] || cs.State != ContainerStateExited && cs.State != ContainerStateUnknown {
+			continue
+		}
+		if !seen[cs.Name] {
+			seen[cs.Name] = true
+			continue
+		}
+		_ = s.rt.RemoveContainer(ctx, cs.ID)
+	}
+}
+
+type nopRecorder struct{}
+
+func (nopRecorder) Eventf(_ apiruntime.Object, _, _, _ string, _ ...interface{}) {}

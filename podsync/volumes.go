@@ -1,0 +1,104 @@
+package podsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podstart/podstart/mounts"
+)
+
+// ErrVolumeNotSupported: the default volume provider cannot mount a volume
+// of this type; callers with a volume manager supply their own provider.
+var ErrVolumeNotSupported = errors.New("volume type not supported by the default provider")
+
+// VolumeProvider gives the pod's volumes as mounted on the host.
+type VolumeProvider interface {
+	Volumes(ctx context.Context, pod *corev1.Pod) (mounts.VolumeMap, error)
+}
+
+// DefaultVolumes resolves hostPath volumes (creating DirectoryOrCreate and
+// FileOrCreate ones, checking the type of the others) and emptyDir volumes
+// (a directory under the pod's directory, as kubelet's
+// volumes/kubernetes.io~empty-dir/<name>). Any other type is
+// ErrVolumeNotSupported.
+type DefaultVolumes struct {
+	// RootDir is kubelet's root dir; pods live in <RootDir>/pods/<uid>.
+	RootDir string
+}
+
+// Volumes implements VolumeProvider.
+func (d DefaultVolumes) Volumes(_ context.Context, pod *corev1.Pod) (mounts.VolumeMap, error) {
+	out := mounts.VolumeMap{}
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.HostPath != nil:
+			if err := checkHostPath(v.HostPath); err != nil {
+				return nil, fmt.Errorf("volume %q: %w", v.Name, err)
+			}
+			out[v.Name] = mounts.Volume{HostPath: v.HostPath.Path}
+		case v.EmptyDir != nil:
+			dir := filepath.Join(PodDir(d.RootDir, pod), "volumes", "kubernetes.io~empty-dir", v.Name)
+			if err := os.MkdirAll(dir, 0o777); err != nil {
+				return nil, fmt.Errorf("volume %q: %w", v.Name, err)
+			}
+			// kubelet makes emptyDir world-writable, whatever the umask.
+			if err := os.Chmod(dir, 0o777); err != nil {
+				return nil, fmt.Errorf("volume %q: %w", v.Name, err)
+			}
+			out[v.Name] = mounts.Volume{HostPath: dir, SELinuxRelabel: true}
+		default:
+			return nil, fmt.Errorf("volume %q: %w (only hostPath and emptyDir are)", v.Name, ErrVolumeNotSupported)
+		}
+	}
+	return out, nil
+}
+
+func checkHostPath(hp *corev1.HostPathVolumeSource) error {
+	typ := corev1.HostPathUnset
+	if hp.Type != nil {
+		typ = *hp.Type
+	}
+	info, err := os.Stat(hp.Path)
+	switch typ {
+	case corev1.HostPathUnset:
+		return nil
+	case corev1.HostPathDirectoryOrCreate:
+		if errors.Is(err, os.ErrNotExist) {
+			return os.MkdirAll(hp.Path, 0o755)
+		}
+	case corev1.HostPathFileOrCreate:
+		if errors.Is(err, os.ErrNotExist) {
+			if err := os.MkdirAll(filepath.Dir(hp.Path), 0o755); err != nil {
+				return err
+			}
+			f, err := os.OpenFile(hp.Path, os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return err
+			}
+			return f.Close()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("hostPath %s: %w", hp.Path, err)
+	}
+	switch typ {
+	case corev1.HostPathDirectory, corev1.HostPathDirectoryOrCreate:
+		if !info.IsDir() {
+			return fmt.Errorf("hostPath %s is not a directory", hp.Path)
+		}
+	case corev1.HostPathFile, corev1.HostPathFileOrCreate:
+		if !info.Mode().IsRegular() {
+			return fmt.Errorf("hostPath %s is not a file", hp.Path)
+		}
+	case corev1.HostPathSocket:
+		if info.Mode()&os.ModeSocket == 0 {
+			return fmt.Errorf("hostPath %s is not a socket", hp.Path)
+		}
+	}
+	return nil
+}
