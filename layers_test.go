@@ -44,7 +44,7 @@ var rules = map[string]rule{
 	"images":       {module: []string{"credentials", "runtime", "internal/..."}, forbid: heavyDeps},
 	"podsync":      {module: []string{"images", "mounts", "runtime", "internal/..."}, forbid: heavyDeps},
 	"internal/...": {module: []string{"runtime", "runtime/fake", "internal/..."}, forbid: heavyDeps},
-	"examples/...": {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes"}},
+	"examples/...": {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes", clientGo}},
 	"test/...":     {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes"}},
 }
 

@@ -144,16 +144,23 @@ func (m *Manager) Close() error {
 // ApplyDefaultTag appends ":latest" to a reference with neither tag nor
 // digest, textually (the name is not qualified), as kubelet does.
 func ApplyDefaultTag(image string) (string, error) {
+	tagged, _, err := applyDefaultTag(image)
+	return tagged, err
+}
+
+// applyDefaultTag also returns the normalised repository name that
+// keyrings look up, from the same parse.
+func applyDefaultTag(image string) (tagged, repo string, err error) {
 	named, err := reference.ParseNormalizedNamed(image)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	_, tagged := named.(reference.Tagged)
-	_, digested := named.(reference.Digested)
-	if !tagged && !digested {
-		return image + ":latest", nil
+	_, hasTag := named.(reference.Tagged)
+	_, hasDigest := named.(reference.Digested)
+	if !hasTag && !hasDigest {
+		return image + ":latest", named.Name(), nil
 	}
-	return image, nil
+	return image, named.Name(), nil
 }
 
 // EnsureImageExists makes sure the container's image is present as its
@@ -166,7 +173,7 @@ func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, contai
 	ref := ContainerRef(pod, container)
 	log := logr.FromContextOrDiscard(ctx).WithValues("pod", pod.Namespace+"/"+pod.Name, "image", requested)
 
-	image, err := ApplyDefaultTag(requested)
+	image, repo, err := applyDefaultTag(requested)
 	if err != nil {
 		msg := fmt.Sprintf("Failed to apply default image tag %q: %v", requested, err)
 		m.o.recorder.Eventf(ref, corev1.EventTypeWarning, EventInspectFailed, "%s", msg)
@@ -202,12 +209,11 @@ func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, contai
 	}
 
 	// Keyrings look up the normalised repository, not the user's string.
-	named, _ := reference.ParseNormalizedNamed(requested)
 	keyring, err := credentials.MakeKeyring(pullSecrets, m.o.node, m.o.credOpts...)
 	if err != nil {
 		return "", err.Error(), err
 	}
-	creds, _ := keyring.Lookup(named.Name())
+	creds, _ := keyring.Lookup(repo)
 
 	key := string(pod.UID) + "_" + requested
 	now := m.o.clock.Now()

@@ -38,3 +38,24 @@ func BenchmarkMake(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkOSDisk: the files written for each container start.
+func BenchmarkOSDisk(b *testing.B) {
+	dir := b.TempDir()
+	var d OSDisk
+	hosts, _ := HostsFileContent("web", "", []string{"10.0.0.5"}, nil)
+	b.Run("hosts-file", func(b *testing.B) {
+		for b.Loop() {
+			if err := d.WriteFile(dir+"/pod/etc-hosts", hosts, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("termination-file", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := d.CreateTerminationFile(dir + "/pod/containers/app"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -2,7 +2,6 @@ package mounts
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -49,7 +48,7 @@ func DockerBinds(mounts []*runtimeapi.Mount) ([]string, error) {
 func checkBind(m *runtimeapi.Mount) error {
 	for _, p := range []string{m.HostPath, m.ContainerPath} {
 		if p == "" || strings.ContainsAny(p, ":,\x00") {
-			return fmt.Errorf("%w: path %q is empty or contains ':', ',' or NUL", ErrInvalidBind, p)
+			return errorf(ErrInvalidBind, "path %q is empty or contains ':', ',' or NUL", p)
 		}
 	}
 	return nil
@@ -79,10 +78,10 @@ func DockerMounts(mounts []*runtimeapi.Mount) ([]DockerMount, error) {
 	for _, m := range mounts {
 		if m.RecursiveReadOnly {
 			if !m.Readonly {
-				return nil, fmt.Errorf("%w: recursive read-only mount conflicts with RW mount", ErrRecursiveReadOnly)
+				return nil, errorf(ErrRecursiveReadOnly, "recursive read-only mount conflicts with RW mount")
 			}
 			if m.Propagation != runtimeapi.MountPropagation_PROPAGATION_PRIVATE {
-				return nil, fmt.Errorf("%w: recursive read-only mount needs private propagation", ErrRecursiveReadOnly)
+				return nil, errorf(ErrRecursiveReadOnly, "recursive read-only mount needs private propagation")
 			}
 		}
 		dm := DockerMount{Type: "bind", Source: m.HostPath, Target: m.ContainerPath, ReadOnly: m.Readonly, CreateMountpoint: true}

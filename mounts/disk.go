@@ -1,6 +1,7 @@
 package mounts
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -168,8 +169,17 @@ func (d OSDisk) ResolveSubPath(root, subPath string) (string, error) {
 }
 
 // WriteFile implements Disk; the mode is set explicitly, whatever the
-// umask, as kubelet does for the hosts file.
+// umask, as kubelet does for the hosts file. Kubelet rewrites the hosts
+// file on every container start; a file that already holds exactly data
+// with mode perm is left alone, which looks the same from outside and
+// saves a truncate and write on every start (a container that changed its
+// /etc/hosts still gets it restored).
 func (OSDisk) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	if old, err := os.ReadFile(name); err == nil && bytes.Equal(old, data) {
+		if fi, err := os.Stat(name); err == nil && fi.Mode().Perm() == perm {
+			return nil
+		}
+	}
 	if err := os.MkdirAll(filepath.Dir(name), 0o750); err != nil {
 		return err
 	}
@@ -197,6 +207,6 @@ func (OSDisk) CreateTerminationFile(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	f.Close()
-	return name, os.Chmod(name, 0o666)
+	defer f.Close()
+	return name, f.Chmod(0o666)
 }

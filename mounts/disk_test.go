@@ -176,3 +176,27 @@ func TestOSDiskFiles(t *testing.T) {
 		t.Fatalf("mode %v", fi.Mode())
 	}
 }
+
+func TestWriteFileRestoresChangedHostsFile(t *testing.T) {
+	t.Parallel()
+	name := filepath.Join(t.TempDir(), "etc-hosts")
+	var d OSDisk
+	for _, tamper := range []func(){
+		func() {},
+		func() { os.WriteFile(name, []byte("evil\n"), 0o644) },
+		func() { os.Chmod(name, 0o666) },
+	} {
+		if err := d.WriteFile(name, []byte("managed\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tamper()
+		if err := d.WriteFile(name, []byte("managed\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(name)
+		fi, _ := os.Stat(name)
+		if string(got) != "managed\n" || fi.Mode().Perm() != 0o644 {
+			t.Fatalf("file %q mode %v", got, fi.Mode())
+		}
+	}
+}

@@ -62,7 +62,7 @@ func HostsFileContent(hostname, domain string, podIPs []string, aliases []corev1
 	b.WriteString(managedHeader)
 	for _, ip := range podIPs {
 		if _, err := netip.ParseAddr(ip); err != nil {
-			return nil, fmt.Errorf("%w: pod IP %q is not an IP address", ErrInvalidHostAlias, ip)
+			return nil, errorf(ErrInvalidHostAlias, "pod IP %q is not an IP address", ip)
 		}
 		if domain != "" {
 			fmt.Fprintf(&b, "%s\t%s.%s\t%s\n", ip, hostname, domain, hostname)
@@ -95,7 +95,7 @@ func writeAliases(b *bytes.Buffer, aliases []corev1.HostAlias) error {
 	b.WriteString("\n# Entries added by HostAliases.\n")
 	for _, a := range aliases {
 		if _, err := netip.ParseAddr(a.IP); err != nil {
-			return fmt.Errorf("%w: %q is not an IP address", ErrInvalidHostAlias, a.IP)
+			return errorf(ErrInvalidHostAlias, "%q is not an IP address", a.IP)
 		}
 		for _, h := range a.Hostnames {
 			if err := checkHostname(h); err != nil {
@@ -111,11 +111,11 @@ func writeAliases(b *bytes.Buffer, aliases []corev1.HostAlias) error {
 // server validates DNS-1123 names; a library may be handed anything.
 func checkHostname(h string) error {
 	if h == "" {
-		return fmt.Errorf("%w: empty hostname", ErrInvalidHostAlias)
+		return errorf(ErrInvalidHostAlias, "empty hostname")
 	}
 	for _, r := range h {
 		if r <= ' ' || r == 0x7f || r == '#' {
-			return fmt.Errorf("%w: hostname %q contains whitespace, a control character or '#'", ErrInvalidHostAlias, h)
+			return errorf(ErrInvalidHostAlias, "hostname %q contains whitespace, a control character or '#'", h)
 		}
 	}
 	return nil
@@ -127,7 +127,7 @@ func hostsMount(pod *corev1.Pod, req Request, o options) (Mount, error) {
 	if pod.Spec.HostNetwork {
 		var node []byte
 		if node, err = o.disk.ReadFile(o.nodeHostsFile); err != nil {
-			return Mount{}, fmt.Errorf("%w: reading the node's %s: %v", ErrHostsFile, o.nodeHostsFile, err)
+			return Mount{}, errorf(ErrHostsFile, "reading the node's %s: %v", o.nodeHostsFile, err)
 		}
 		content, err = NodeHostsFileContent(node, pod.Spec.HostAliases)
 	} else {
@@ -138,11 +138,11 @@ func hostsMount(pod *corev1.Pod, req Request, o options) (Mount, error) {
 		return Mount{}, err
 	}
 	if req.PodDir == "" {
-		return Mount{}, fmt.Errorf("%w: no pod directory to write it in", ErrHostsFile)
+		return Mount{}, errorf(ErrHostsFile, "no pod directory to write it in")
 	}
 	file := path.Join(req.PodDir, "etc-hosts")
 	if err := o.disk.WriteFile(file, content, 0o644); err != nil {
-		return Mount{}, fmt.Errorf("%w: %v", ErrHostsFile, err)
+		return Mount{}, errorf(ErrHostsFile, "%v", err)
 	}
 	return Mount{
 		Name: EtcHostsVolumeName, ContainerPath: EtcHostsPath, HostPath: file,

@@ -148,11 +148,11 @@ func Make(ctx context.Context, req Request, opts ...Option) ([]Mount, error) {
 
 func makeOne(vm *corev1.VolumeMount, c *corev1.Container, req Request, disk Disk, rroSupported bool) (Mount, error) {
 	if vm.Name == "" {
-		return Mount{}, fmt.Errorf("%w: a volumeMount of container %q has no volume name", ErrVolumeNotFound, c.Name)
+		return Mount{}, errorf(ErrVolumeNotFound, "a volumeMount of container %q has no volume name", c.Name)
 	}
 	vol, ok := req.Volumes[vm.Name]
 	if !ok {
-		return Mount{}, fmt.Errorf("%w: cannot find volume %q to mount into container %q", ErrVolumeNotFound, vm.Name, c.Name)
+		return Mount{}, errorf(ErrVolumeNotFound, "cannot find volume %q to mount into container %q", vm.Name, c.Name)
 	}
 	hostPath := vol.HostPath
 	subPath := vm.SubPath
@@ -210,14 +210,14 @@ func (e *SubPathError) Unwrap() []error { return []error{ErrSubPath, e.Err} }
 // element (so "..foo" and "a..b" pass), and, beyond kubelet, no NUL byte.
 func ValidateSubPath(p string) error {
 	if strings.IndexByte(p, 0) >= 0 {
-		return fmt.Errorf("%w: SubPath %q must not contain a NUL byte", ErrInvalidSubPath, p)
+		return errorf(ErrInvalidSubPath, "SubPath %q must not contain a NUL byte", p)
 	}
 	if path.IsAbs(p) {
-		return fmt.Errorf("%w: error SubPath `%s` must not be an absolute path", ErrInvalidSubPath, p)
+		return errorf(ErrInvalidSubPath, "error SubPath `%s` must not be an absolute path", p)
 	}
 	for _, el := range strings.Split(p, "/") {
 		if el == ".." {
-			return fmt.Errorf("%w: unable to provision SubPath `%s`: must not contain '..'", ErrInvalidSubPath, p)
+			return errorf(ErrInvalidSubPath, "unable to provision SubPath `%s`: must not contain '..'", p)
 		}
 	}
 	return nil
@@ -240,7 +240,7 @@ func ExpandSubPathExpr(expr string, env map[string]string) (string, error) {
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		return "", fmt.Errorf("%w: missing value for %s", ErrInvalidSubPath, strings.Join(names, ", "))
+		return "", errorf(ErrInvalidSubPath, "missing value for %s", strings.Join(names, ", "))
 	}
 	return out, nil
 }
@@ -259,7 +259,7 @@ func Propagation(mode *corev1.MountPropagationMode) (runtimeapi.MountPropagation
 	case corev1.MountPropagationBidirectional:
 		return runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL, nil
 	}
-	return 0, fmt.Errorf("%w: invalid MountPropagation mode: %q", ErrInvalidPropagation, *mode)
+	return 0, errorf(ErrInvalidPropagation, "invalid MountPropagation mode: %q", *mode)
 }
 
 func resolveRecursiveReadOnly(vm *corev1.VolumeMount, readOnly, supported bool) (bool, error) {
@@ -267,21 +267,21 @@ func resolveRecursiveReadOnly(vm *corev1.VolumeMount, readOnly, supported bool) 
 		return false, nil
 	}
 	if !readOnly {
-		return false, fmt.Errorf("%w: volume %q requested recursive read-only mode, but it is not read-only", ErrRecursiveReadOnly, vm.Name)
+		return false, errorf(ErrRecursiveReadOnly, "volume %q requested recursive read-only mode, but it is not read-only", vm.Name)
 	}
 	if vm.MountPropagation != nil && *vm.MountPropagation != corev1.MountPropagationNone {
-		return false, fmt.Errorf("%w: volume %q requested recursive read-only mode, but it is not compatible with propagation %q", ErrRecursiveReadOnly, vm.Name, *vm.MountPropagation)
+		return false, errorf(ErrRecursiveReadOnly, "volume %q requested recursive read-only mode, but it is not compatible with propagation %q", vm.Name, *vm.MountPropagation)
 	}
 	switch *vm.RecursiveReadOnly {
 	case corev1.RecursiveReadOnlyIfPossible:
 		return supported, nil
 	case corev1.RecursiveReadOnlyEnabled:
 		if !supported {
-			return false, fmt.Errorf("%w: volume %q requested recursive read-only mode, but it is not supported by the runtime", ErrRecursiveReadOnly, vm.Name)
+			return false, errorf(ErrRecursiveReadOnly, "volume %q requested recursive read-only mode, but it is not supported by the runtime", vm.Name)
 		}
 		return true, nil
 	}
-	return false, fmt.Errorf("%w: unknown recursive read-only mode %q", ErrRecursiveReadOnly, *vm.RecursiveReadOnly)
+	return false, errorf(ErrRecursiveReadOnly, "unknown recursive read-only mode %q", *vm.RecursiveReadOnly)
 }
 
 // ToCRI converts mounts to CRI mounts. SELinux relabelling is asked for
@@ -296,4 +296,17 @@ func ToCRI(mounts []Mount, selinuxEnabled bool) []*runtimeapi.Mount {
 		}
 	}
 	return out
+}
+
+// classError has kubelet's exact message and matches its class.
+type classError struct {
+	class error
+	msg   string
+}
+
+func (e *classError) Error() string        { return e.msg }
+func (e *classError) Is(target error) bool { return target == e.class }
+
+func errorf(class error, format string, args ...any) error {
+	return &classError{class: class, msg: fmt.Sprintf(format, args...)}
 }

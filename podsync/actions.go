@@ -188,7 +188,10 @@ func ComputePodActions(pod *corev1.Pod, status *PodStatus, probes ProbeResults) 
 		SandboxReason: reason, ContainersToStart: []int{}, ContainersToKill: map[string]ContainerToKill{}, pod: pod,
 	}
 	if changed {
-		a.KillPodReason = reason
+		if len(status.SandboxStatuses) > 0 {
+			// A new pod has nothing to kill; say so only when there is.
+			a.KillPodReason = reason
+		}
 		computeSandboxPath(pod, status, &a, attempt)
 		return a
 	}
@@ -431,7 +434,7 @@ func (a Actions) String() string {
 	if a.pod != nil {
 		spec = a.pod.Spec
 	}
-	if a.KillPod {
+	if a.KillPod && a.KillPodReason != "" {
 		parts = append(parts, "kill pod ("+a.KillPodReason+")")
 	}
 	if a.CreateSandbox {

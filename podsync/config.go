@@ -240,16 +240,16 @@ func restartCountFromLogs(dir string) int {
 }
 
 // containerConfig is kubelet's generateContainerConfig.
-func (s *Syncer) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, restartCount int, imageRef, podIP string, podIPs []string) (*runtimeapi.ContainerConfig, error) {
+func (s *Syncer) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, restartCount int, imageRef, podIP string, podIPs []string, volumes func() (mounts.VolumeMap, error)) (*runtimeapi.ContainerConfig, error) {
 	envs, envMap, err := s.environment(ctx, pod, c, podIP, podIPs)
 	if err != nil {
 		return nil, err
 	}
-	volumes, err := s.o.volumes.Volumes(ctx, pod)
+	vols, err := volumes()
 	if err != nil {
 		return nil, err
 	}
-	ms, err := mounts.Make(ctx, mounts.Request{Pod: pod, Container: c, Volumes: volumes, PodDir: PodDir(s.o.rootDir, pod), PodIPs: podIPs, Env: envMap}, s.o.mountOpts...)
+	ms, err := mounts.Make(ctx, mounts.Request{Pod: pod, Container: c, Volumes: vols, PodDir: PodDir(s.o.rootDir, pod), PodIPs: podIPs, Env: envMap}, s.o.mountOpts...)
 	if err != nil {
 		return nil, err
 	}

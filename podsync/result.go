@@ -96,3 +96,18 @@ func (e *syncError) Error() string {
 }
 
 func (e *syncError) Unwrap() []error { return e.errs }
+
+// StepError is a step's error: its text is kubelet's sentinel (the waiting
+// reason), and errors.Is matches both the sentinel and, through Err, the
+// cause (a runtime class, a mounts or images error).
+type StepError struct {
+	Reason error
+	Err    error
+}
+
+func (e *StepError) Error() string { return e.Reason.Error() }
+
+// Unwrap gives the sentinel and the cause.
+func (e *StepError) Unwrap() []error { return []error{e.Reason, e.Err} }
+
+func stepError(reason, err error) error { return &StepError{Reason: reason, Err: err} }

@@ -276,7 +276,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 	}
 
 	// Kill.
-	if actions.KillPod {
+	if actions.KillPod && (len(status.SandboxStatuses) > 0 || len(status.ContainerStatuses) > 0) {
 		kill := s.killPod(ctx, pod, status)
 		result.Results = append(result.Results, kill.Results...)
 		if kill.Error() != nil {
@@ -291,7 +291,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 			sr := result.add(ActionKillContainer, k.Name)
 			start := s.o.clock.Now()
 			if err := s.killContainer(ctx, pod, k.Container, id, k.Message, k.Reason); err != nil {
-				sr.Err, sr.Message = fmt.Errorf("%w: %w", ErrKillContainer, err), err.Error()
+				sr.Err, sr.Message = stepError(ErrKillContainer, err), err.Error()
 				sr.Duration = s.o.clock.Since(start)
 				return result
 			}
@@ -325,10 +325,21 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 	sandboxConfig, err := s.SandboxConfig(pod, actions.Attempt)
 	if err != nil {
 		sr := result.add(ActionConfigPodSandbox, sandboxID)
-		sr.Err, sr.Message = fmt.Errorf("%w: %w", ErrConfigPodSandbox, err), err.Error()
+		sr.Err, sr.Message = stepError(ErrConfigPodSandbox, err), err.Error()
 		return result
 	}
 
+	// The pod's volumes are resolved once per sync, on first need.
+	var vols mounts.VolumeMap
+	var volErr error
+	resolved := false
+	volumes := func() (mounts.VolumeMap, error) {
+		if !resolved {
+			vols, volErr = s.o.volumes.Volumes(ctx, pod)
+			resolved = true
+		}
+		return vols, volErr
+	}
 	start := func(kind string, c *corev1.Container) error {
 		sr := result.add(ActionStartContainer, c.Name)
 		t0 := s.o.clock.Now()
@@ -337,7 +348,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 			sr.Err, sr.Message = ErrCrashLoopBackOff, msg
 			return sr.Err
 		}
-		msg, err := s.startContainer(ctx, sandboxID, sandboxConfig, c, pod, status, pullSecrets, podIP, podIPs)
+		msg, err := s.startContainer(ctx, sandboxID, sandboxConfig, c, pod, status, pullSecrets, podIP, podIPs, volumes)
 		if err != nil {
 			sr.Err, sr.Message = err, msg
 			log.V(2).Info("Failed to start "+kind, "container", c.Name, "err", err, "message", msg)
@@ -393,22 +404,22 @@ func (s *Syncer) createSandbox(ctx context.Context, pod *corev1.Pod, attempt uin
 		cfg, err := s.SandboxConfig(pod, attempt)
 		if err != nil {
 			msg = err.Error()
-			return fmt.Errorf("%w: %w", ErrCreatePodSandbox, err)
+			return stepError(ErrCreatePodSandbox, err)
 		}
 		if id, err = s.rt.RunPodSandbox(ctx, cfg, s.o.handler(pod)); err != nil {
 			err = runtime.Classify(err)
 			msg = err.Error()
-			return fmt.Errorf("%w: %w", ErrCreatePodSandbox, err)
+			return stepError(ErrCreatePodSandbox, err)
 		}
 		resp, err := s.rt.PodSandboxStatus(ctx, id, false)
 		if err != nil {
 			err = runtime.Classify(err)
 			msg = err.Error()
-			return fmt.Errorf("%w: %w", ErrCreatePodSandbox, err)
+			return stepError(ErrCreatePodSandbox, err)
 		}
 		if resp.GetStatus() == nil {
 			msg = "pod sandbox status is nil"
-			return fmt.Errorf("%w: %s", ErrCreatePodSandbox, msg)
+			return stepError(ErrCreatePodSandbox, errors.New(msg))
 		}
 		if n := resp.Status.GetNetwork(); n != nil && n.Ip != "" {
 			ips = append([]string{n.Ip}, ipsOf(n.AdditionalIps)...)
@@ -419,7 +430,7 @@ func (s *Syncer) createSandbox(ctx context.Context, pod *corev1.Pod, attempt uin
 }
 
 // startContainer is kubelet's: pull, create, start, post-start hook.
-func (s *Syncer) startContainer(ctx context.Context, sandboxID string, sandboxConfig *runtimeapi.PodSandboxConfig, c *corev1.Container, pod *corev1.Pod, status *PodStatus, pullSecrets []corev1.Secret, podIP string, podIPs []string) (string, error) {
+func (s *Syncer) startContainer(ctx context.Context, sandboxID string, sandboxConfig *runtimeapi.PodSandboxConfig, c *corev1.Container, pod *corev1.Pod, status *PodStatus, pullSecrets []corev1.Secret, podIP string, podIPs []string, volumes func() (mounts.VolumeMap, error)) (string, error) {
 	ref := images.ContainerRef(pod, c)
 	var imageRef, msg string
 	err := s.traced("pull", c.Name, func() (err error) {
@@ -439,15 +450,15 @@ func (s *Syncer) startContainer(ctx context.Context, sandboxID string, sandboxCo
 	}
 	var id string
 	err = s.traced("create", c.Name, func() error {
-		cfg, err := s.containerConfig(ctx, pod, c, restartCount, imageRef, podIP, podIPs)
+		cfg, err := s.containerConfig(ctx, pod, c, restartCount, imageRef, podIP, podIPs, volumes)
 		if err != nil {
 			msg = err.Error()
-			return fmt.Errorf("%w: %w", ErrCreateContainerConfig, err)
+			return stepError(ErrCreateContainerConfig, err)
 		}
 		if id, err = s.rt.CreateContainer(ctx, sandboxID, cfg, sandboxConfig); err != nil {
 			err = runtime.Classify(err)
 			msg = err.Error()
-			return fmt.Errorf("%w: %w", ErrCreateContainer, err)
+			return stepError(ErrCreateContainer, err)
 		}
 		return nil
 	})
@@ -461,7 +472,7 @@ func (s *Syncer) startContainer(ctx context.Context, sandboxID string, sandboxCo
 		if err := s.rt.StartContainer(ctx, id); err != nil {
 			err = runtime.Classify(err)
 			msg = err.Error()
-			return fmt.Errorf("%w: %w", ErrRunContainer, err)
+			return stepError(ErrRunContainer, err)
 		}
 		return nil
 	})
@@ -481,7 +492,7 @@ func (s *Syncer) startContainer(ctx context.Context, sandboxID string, sandboxCo
 			if kerr := s.killContainer(ctx, pod, c, id, "FailedPostStartHook", KillReasonFailedPostStartHook); kerr != nil {
 				logr.FromContextOrDiscard(ctx).Error(kerr, "Failed to kill container after its post-start hook failed", "container", c.Name)
 			}
-			return msg, fmt.Errorf("%w: %w", ErrPostStartHook, err)
+			return msg, stepError(ErrPostStartHook, err)
 		}
 	}
 	return "", nil
@@ -511,13 +522,13 @@ func (s *Syncer) killPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 				c = &corev1.Container{Name: cs.Name}
 			}
 			if err := s.killContainer(ctx, pod, c, cs.ID, "", KillReasonNone); err != nil {
-				sr.Err, sr.Message = fmt.Errorf("%w: %w", ErrKillContainer, err), err.Error()
+				sr.Err, sr.Message = stepError(ErrKillContainer, err), err.Error()
 			}
 		}
 		for _, sb := range status.SandboxStatuses {
 			sr := result.add(ActionKillPodSandbox, podName(pod))
 			if err := runtime.Classify(s.rt.StopPodSandbox(ctx, sb.Id)); err != nil && !errors.Is(err, runtime.ErrNotFound) {
-				sr.Err, sr.Message = fmt.Errorf("%w: %w", ErrKillPodSandbox, err), err.Error()
+				sr.Err, sr.Message = stepError(ErrKillPodSandbox, err), err.Error()
 			}
 		}
 		return result.Error()
@@ -540,7 +551,7 @@ func (s *Syncer) purgeInitContainers(ctx context.Context, pod *corev1.Pod, statu
 		}
 		if err := runtime.Classify(s.rt.RemoveContainer(ctx, cs.ID)); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 			sr := result.add(ActionRemoveContainer, cs.Name)
-			sr.Err, sr.Message = fmt.Errorf("%w: %w", ErrRemoveContainer, err), err.Error()
+			sr.Err, sr.Message = stepError(ErrRemoveContainer, err), err.Error()
 			kept = append(kept, cs)
 		}
 	}

@@ -1,0 +1,243 @@
+package podsync_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstart/podstart/images"
+	"github.com/podstart/podstart/mounts"
+	"github.com/podstart/podstart/podsync"
+	"github.com/podstart/podstart/runtime"
+	"github.com/podstart/podstart/runtime/fake"
+)
+
+// benchPod: 3 regular init containers and 3 apps.
+func benchPod() *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: "shop", UID: "uid-bench"},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways}}
+	for i := 0; i < 3; i++ {
+		p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: fmt.Sprintf("init-%d", i), Image: "busybox:1.35", ImagePullPolicy: corev1.PullIfNotPresent})
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: fmt.Sprintf("app-%d", i), Image: "busybox:1.35", ImagePullPolicy: corev1.PullIfNotPresent})
+	}
+	return p
+}
+
+func benchFake() *fake.Runtime {
+	return fake.New(fake.WithStartFunc(exitInits(nil)))
+}
+
+// startPod runs Status and SyncPod until the pod runs, as an agent's loop.
+func startPod(b *testing.B, rt runtime.Runtime, root string, opts ...podsync.Option) {
+	ims := images.NewManager(rt)
+	defer ims.Close()
+	s := podsync.NewSyncer(rt, ims, append([]podsync.Option{podsync.WithRootDir(root), podsync.WithPodLogsDir(root)}, opts...)...)
+	pod := benchPod()
+	ctx := context.Background()
+	for n := 0; n < 10; n++ {
+		st, err := s.Status(ctx, pod)
+		if err != nil {
+			b.Fatal(err)
+		}
+		done := true
+		for _, c := range pod.Spec.Containers {
+			if cs := st.FindContainerStatusByName(c.Name); cs == nil || cs.State != podsync.ContainerStateRunning {
+				done = false
+			}
+		}
+		if done {
+			return
+		}
+		if err := s.SyncPod(ctx, pod, st, nil).Error(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Fatal("pod did not start")
+}
+
+type served struct {
+	srv  *fake.Server
+	conn *runtime.Client
+	dir  string
+}
+
+func serve(b *testing.B, f *fake.Runtime, opts ...runtime.Option) served {
+	dir, err := os.MkdirTemp("", "bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := fake.NewServer(f)
+	ep, err := srv.ServeUnix(filepath.Join(dir, "cri.sock"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := runtime.Dial(context.Background(), ep, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return served{srv: srv, conn: c, dir: dir}
+}
+
+func (s served) close() {
+	s.conn.Close()
+	s.srv.Stop()
+	os.RemoveAll(s.dir)
+}
+
+// replay makes the recorded CRI calls with the generated gRPC clients.
+func replay(b *testing.B, conn *grpc.ClientConn, calls []fake.Call) {
+	ctx := context.Background()
+	rs, is := runtimeapi.NewRuntimeServiceClient(conn), runtimeapi.NewImageServiceClient(conn)
+	var err error
+	for _, c := range calls {
+		switch req := c.Request.(type) {
+		case *runtimeapi.PullImageRequest:
+			_, err = is.PullImage(ctx, req)
+		case *runtimeapi.ImageStatusRequest:
+			_, err = is.ImageStatus(ctx, req)
+		case *runtimeapi.RunPodSandboxRequest:
+			_, err = rs.RunPodSandbox(ctx, req)
+		case *runtimeapi.PodSandboxStatusRequest:
+			_, err = rs.PodSandboxStatus(ctx, req)
+		case *runtimeapi.ListPodSandboxRequest:
+			_, err = rs.ListPodSandbox(ctx, req)
+		case *runtimeapi.CreateContainerRequest:
+			_, err = rs.CreateContainer(ctx, req)
+		case *runtimeapi.StartContainerRequest:
+			_, err = rs.StartContainer(ctx, req)
+		case *runtimeapi.ListContainersRequest:
+			_, err = rs.ListContainers(ctx, req)
+		case *runtimeapi.ContainerStatusRequest:
+			_, err = rs.ContainerStatus(ctx, req)
+		default:
+			b.Fatalf("no replay for %s", c.Method)
+		}
+		if err != nil {
+			b.Fatalf("%s: %v", c.Method, err)
+		}
+	}
+}
+
+// BenchmarkSyncPod starts a fresh pod (3 init, 3 app containers) with
+// podstart's Status and SyncPod loop, over the unix socket and in-process,
+// and, as the baseline, replays the very same CRI requests with the bare
+// generated gRPC client. The fake's IDs are deterministic, so each
+// iteration's fresh fake sees identical requests.
+func BenchmarkSyncPod(b *testing.B) {
+	root := b.TempDir()
+	b.Run("podstart-unix-socket", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			s := serve(b, benchFake())
+			b.StartTimer()
+			startPod(b, s.conn, root)
+			b.StopTimer()
+			s.close()
+			b.StartTimer()
+		}
+	})
+	// Record podstart's requests once.
+	f := benchFake()
+	startPod(b, f, root)
+	calls := f.Calls()
+	for i := range calls {
+		calls[i].Request = proto.Clone(calls[i].Request)
+	}
+	b.Run("bare-grpc-unix-socket", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			s := serve(b, benchFake())
+			b.StartTimer()
+			replay(b, s.conn.Conn(), calls)
+			b.StopTimer()
+			s.close()
+			b.StartTimer()
+		}
+	})
+	b.Run("podstart-unix-socket-no-deadlines", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			s := serve(b, benchFake(), runtime.WithCallTimeout(0))
+			b.StartTimer()
+			startPod(b, s.conn, root)
+			b.StopTimer()
+			s.close()
+			b.StartTimer()
+		}
+	})
+	b.Run("podstart-unix-socket-no-files", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			s := serve(b, benchFake())
+			b.StartTimer()
+			startPod(b, s.conn, root, podsync.WithMountOptions(mounts.WithDisk(noDisk{})))
+			b.StopTimer()
+			s.close()
+			b.StartTimer()
+		}
+	})
+	b.Run("podstart-in-process", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			startPod(b, benchFake(), root)
+		}
+	})
+	b.ReportMetric(float64(len(calls)), "cri-calls")
+}
+
+// noDisk keeps mounts' side effects off the file system, to tell podstart's
+// own CPU cost from the files kubelet also writes on every start.
+type noDisk struct{}
+
+func (noDisk) MakeSubPathDir(string, string) error              { return nil }
+func (noDisk) ResolveSubPath(root, sub string) (string, error)  { return root + "/" + sub, nil }
+func (noDisk) WriteFile(string, []byte, os.FileMode) error      { return nil }
+func (noDisk) ReadFile(string) ([]byte, error)                  { return nil, nil }
+func (noDisk) CreateTerminationFile(dir string) (string, error) { return dir + "/0", nil }
+
+// BenchmarkSyncPodOverhead pairs the two: each iteration starts the pod
+// with podstart and replays the same CRI calls bare, each against a fresh
+// fake on its own socket, alternating which goes first; overhead-% is
+// podstart's total time over the bare total, minus one. Pairing cancels
+// the drift of a shared machine that separate benchmarks suffer.
+func BenchmarkSyncPodOverhead(b *testing.B) {
+	b.Run("call-timeouts", func(b *testing.B) { pairedOverhead(b) })
+	b.Run("no-call-timeouts", func(b *testing.B) { pairedOverhead(b, runtime.WithCallTimeout(0)) })
+}
+
+func pairedOverhead(b *testing.B, opts ...runtime.Option) {
+	root := b.TempDir()
+	f := benchFake()
+	startPod(b, f, root)
+	calls := f.Calls()
+	var podstart, bare time.Duration
+	run := func(withPodstart bool) {
+		s := serve(b, benchFake(), opts...)
+		defer s.close()
+		t0 := time.Now()
+		if withPodstart {
+			startPod(b, s.conn, root)
+			podstart += time.Since(t0)
+			return
+		}
+		replay(b, s.conn.Conn(), calls)
+		bare += time.Since(t0)
+	}
+	for i := 0; i < b.N; i++ {
+		first := i%2 == 0
+		run(first)
+		run(!first)
+	}
+	b.ReportMetric(float64(podstart)/float64(b.N), "podstart-ns/op")
+	b.ReportMetric(float64(bare)/float64(b.N), "bare-ns/op")
+	b.ReportMetric((float64(podstart)/float64(bare)-1)*100, "overhead-%")
+	b.ReportMetric(float64(len(calls)), "cri-calls")
+}
