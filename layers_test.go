@@ -45,7 +45,7 @@ var rules = map[string]rule{
 	"podsync":      {module: []string{"images", "mounts", "runtime", "internal/..."}, forbid: heavyDeps},
 	"internal/...": {module: []string{"runtime", "runtime/fake", "internal/..."}, forbid: heavyDeps},
 	"examples/...": {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes", clientGo}},
-	"test/...":     {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes"}},
+	"test/...":     {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes", clientGo}},
 }
 
 type pkg struct {
