@@ -208,6 +208,7 @@ type SearchError struct {
 	Skipped  []Skipped
 }
 
+// Error gives kubelet's message, naming the directories searched.
 func (e *SearchError) Error() string {
 	return fmt.Sprintf("couldn't find valid %s after checking in %v", e.FileName, e.Dirs)
 }

@@ -32,6 +32,7 @@ type Source struct {
 	UID       string // secret UID
 }
 
+// String names the source for people, e.g. "secret ns/name".
 func (s Source) String() string {
 	switch s.Kind {
 	case SourceNodeFile:

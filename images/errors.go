@@ -35,6 +35,7 @@ type Error struct {
 	Err    error // the underlying error, if any
 }
 
+// Error is the sentinel's text: the container waiting reason.
 func (e *Error) Error() string { return e.Reason.Error() }
 
 // Unwrap gives the sentinel and the underlying error.

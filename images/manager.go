@@ -238,7 +238,7 @@ func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, contai
 	if res.err != nil {
 		m.o.recorder.Eventf(ref, corev1.EventTypeWarning, EventFailed, "Failed to pull image %q: %v", requested, res.err)
 		m.backoff.Next(key, m.o.clock.Now())
-		reason, msg := classifyPullError(requested, res.err)
+		msg, reason := classifyPullError(requested, res.err)
 		m.mu.Lock()
 		m.prevErr[key] = reason.Error() + ": " + msg
 		m.mu.Unlock()
@@ -254,12 +254,12 @@ func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, contai
 // classes: the registry-unavailable and signature texts get kubelet's
 // messages; anything else is ErrImagePull with the error's text. As in
 // kubelet, several credentials failing differently are ErrImagePull.
-func classifyPullError(requested string, err error) (error, string) {
+func classifyPullError(requested string, err error) (msg string, reason error) {
 	text := err.Error()
 	if agg, ok := err.(aggregate); ok && agg.distinct() > 1 {
-		return ErrImagePull, text
+		return text, ErrImagePull
 	}
-	msg := text
+	msg = text
 	if s, ok := runtimeStatusMessage(err); ok {
 		msg = s
 	}
@@ -268,10 +268,10 @@ func classifyPullError(requested string, err error) (error, string) {
 		why   string
 	}{{ErrRegistryUnavailable, "the registry is unavailable"}, {ErrSignatureValidationFailed, "the signature validation failed"}} {
 		if rest, ok := strings.CutPrefix(msg, c.class.Error()); ok && errors.Is(err, c.class) {
-			return c.class, fmt.Sprintf("image pull failed for %s because %s%s", requested, c.why, rest)
+			return fmt.Sprintf("image pull failed for %s because %s%s", requested, c.why, rest), c.class
 		}
 	}
-	return ErrImagePull, text
+	return text, ErrImagePull
 }
 
 func (m *Manager) gcBackOff() {

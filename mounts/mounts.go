@@ -201,6 +201,7 @@ type SubPathError struct {
 	Err error
 }
 
+// Error is kubelet's message, without the details.
 func (e *SubPathError) Error() string { return e.Msg }
 
 // Unwrap gives the details.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -50,7 +51,7 @@ func (s *Syncer) SandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.Pod
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
 		Labels:       podLabels(pod),
-		Annotations:  copyStrings(pod.Annotations),
+		Annotations:  maps.Clone(pod.Annotations),
 		LogDirectory: PodLogDir(s.o.podLogsDir, pod),
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
 			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod)},
@@ -92,23 +93,12 @@ func (s *Syncer) SandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.Pod
 }
 
 func podLabels(pod *corev1.Pod) map[string]string {
-	l := copyStrings(pod.Labels)
+	l := maps.Clone(pod.Labels)
 	if l == nil {
 		l = map[string]string{}
 	}
 	l[LabelPodName], l[LabelPodNamespace], l[LabelPodUID] = pod.Name, pod.Namespace, string(pod.UID)
 	return l
-}
-
-func copyStrings(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // EnvResolver resolves what a pod spec cannot say by itself: valueFrom

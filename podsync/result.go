@@ -105,6 +105,7 @@ type StepError struct {
 	Err    error
 }
 
+// Error is the sentinel's text, as kubelet reports a step's error.
 func (e *StepError) Error() string { return e.Reason.Error() }
 
 // Unwrap gives the sentinel and the cause.

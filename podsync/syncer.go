@@ -302,10 +302,11 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 
 	podIPs := status.IPs
 	sandboxID := actions.SandboxID
+	sandboxConfig, cfgErr := s.SandboxConfig(pod, actions.Attempt)
 	if actions.CreateSandbox {
 		sr := result.add(ActionCreatePodSandbox, podName(pod))
 		start := s.o.clock.Now()
-		id, ips, msg, err := s.createSandbox(ctx, pod, actions.Attempt)
+		id, ips, msg, err := s.createSandbox(ctx, pod, sandboxConfig, cfgErr)
 		sr.Duration = s.o.clock.Since(start)
 		if err != nil {
 			sr.Err, sr.Message = err, msg
@@ -316,17 +317,14 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 		if !pod.Spec.HostNetwork {
 			podIPs = ips
 		}
+	} else if cfgErr != nil {
+		sr := result.add(ActionConfigPodSandbox, sandboxID)
+		sr.Err, sr.Message = stepError(ErrConfigPodSandbox, cfgErr), cfgErr.Error()
+		return result
 	}
 	podIP := ""
 	if len(podIPs) > 0 {
 		podIP = podIPs[0]
-	}
-
-	sandboxConfig, err := s.SandboxConfig(pod, actions.Attempt)
-	if err != nil {
-		sr := result.add(ActionConfigPodSandbox, sandboxID)
-		sr.Err, sr.Message = stepError(ErrConfigPodSandbox, err), err.Error()
-		return result
 	}
 
 	// The pod's volumes are resolved once per sync, on first need.
@@ -399,13 +397,13 @@ func (s *Syncer) doBackOff(pod *corev1.Pod, c *corev1.Container, status *PodStat
 	return false, ""
 }
 
-func (s *Syncer) createSandbox(ctx context.Context, pod *corev1.Pod, attempt uint32) (id string, ips []string, msg string, err error) {
+func (s *Syncer) createSandbox(ctx context.Context, pod *corev1.Pod, cfg *runtimeapi.PodSandboxConfig, cfgErr error) (id string, ips []string, msg string, err error) {
 	err = s.traced("sandbox", "", func() error {
-		cfg, err := s.SandboxConfig(pod, attempt)
-		if err != nil {
-			msg = err.Error()
-			return stepError(ErrCreatePodSandbox, err)
+		if cfgErr != nil {
+			msg = cfgErr.Error()
+			return stepError(ErrCreatePodSandbox, cfgErr)
 		}
+		var err error
 		if id, err = s.rt.RunPodSandbox(ctx, cfg, s.o.handler(pod)); err != nil {
 			err = runtime.Classify(err)
 			msg = err.Error()

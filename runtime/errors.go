@@ -50,6 +50,7 @@ type Error struct {
 	Err error
 }
 
+// Error is the underlying error's text, unchanged.
 func (e *Error) Error() string { return e.Err.Error() }
 
 // Unwrap returns the underlying error.
@@ -149,6 +150,7 @@ type ExitError struct {
 	Stderr   []byte
 }
 
+// Error names the command, its exit code and its stderr.
 func (e *ExitError) Error() string {
 	return fmt.Sprintf("command %q exited with %d: %s", strings.Join(e.Cmd, " "), e.ExitCode, e.Stderr)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -505,8 +506,8 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, id string, verbose bool)
 		Metadata:       clone(s.config.Metadata),
 		State:          s.state,
 		CreatedAt:      s.createdAt,
-		Labels:         copyMap(s.config.Labels),
-		Annotations:    copyMap(s.config.Annotations),
+		Labels:         maps.Clone(s.config.Labels),
+		Annotations:    maps.Clone(s.config.Annotations),
 		RuntimeHandler: s.handler,
 		Linux: &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{
 			Options: clone(s.config.GetLinux().GetSecurityContext().GetNamespaceOptions()),
@@ -534,7 +535,7 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSand
 		}
 		out = append(out, &runtimeapi.PodSandbox{
 			Id: s.id, Metadata: clone(s.config.Metadata), State: s.state, CreatedAt: s.createdAt,
-			Labels: copyMap(s.config.Labels), Annotations: copyMap(s.config.Annotations), RuntimeHandler: s.handler,
+			Labels: maps.Clone(s.config.Labels), Annotations: maps.Clone(s.config.Annotations), RuntimeHandler: s.handler,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -672,7 +673,7 @@ func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.Contain
 		out = append(out, &runtimeapi.Container{
 			Id: c.id, PodSandboxId: c.sandboxID, Metadata: clone(c.config.Metadata), Image: clone(c.config.Image),
 			ImageRef: c.imageRef, State: c.state, CreatedAt: c.createdAt,
-			Labels: copyMap(c.config.Labels), Annotations: copyMap(c.config.Annotations),
+			Labels: maps.Clone(c.config.Labels), Annotations: maps.Clone(c.config.Annotations),
 		})
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -699,7 +700,7 @@ func (r *Runtime) ContainerStatus(ctx context.Context, id string, verbose bool) 
 		Id: c.id, Metadata: clone(c.config.Metadata), State: c.state,
 		CreatedAt: c.createdAt, StartedAt: c.startedAt, FinishedAt: c.exitedAt,
 		Image: clone(c.config.Image), ImageRef: c.imageRef,
-		Labels: copyMap(c.config.Labels), Annotations: copyMap(c.config.Annotations),
+		Labels: maps.Clone(c.config.Labels), Annotations: maps.Clone(c.config.Annotations),
 		Mounts: cloneAll(c.config.Mounts), LogPath: c.config.LogPath,
 	}
 	if c.state == runtimeapi.ContainerState_CONTAINER_EXITED {
@@ -775,17 +776,6 @@ func labelsMatch(labels, selector map[string]string) bool {
 		}
 	}
 	return true
-}
-
-func copyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // clone deep-copies a CRI message so callers and the fake never share state.
