@@ -39,6 +39,7 @@ var rules = map[string]rule{
 	"runtime":      {forbid: append([]string{"k8s.io/api/"}, heavyDeps...)},
 	"runtime/fake": {module: []string{"runtime"}, forbid: heavyDeps},
 	"credentials":  {forbid: append([]string{grpc, "k8s.io/cri-api"}, heavyDeps...)},
+	"defaults":     {forbid: append([]string{grpc, "k8s.io/cri-api"}, heavyDeps...)},
 	"mounts":       {module: []string{"internal/expansion"}, forbid: append([]string{grpc}, heavyDeps...), via: []string{criTypes}},
 	"images":       {module: []string{"credentials", "runtime", "internal/..."}, forbid: heavyDeps},
 	"podsync":      {module: []string{"images", "mounts", "runtime", "internal/..."}, forbid: heavyDeps},
