@@ -122,6 +122,8 @@ func WithTrace(f func(Step)) Option { return func(o *options) { o.trace = f } }
 // startContainer as a library. It keeps no pod state of its own (the
 // runtime holds it; the restart back-off is shared through BackOff), so a
 // new Syncer over the same runtime carries on where another stopped.
+// Pods must be defaulted as the API server does (defaults.Pod for a pod
+// that did not come from one): empty fields are not read as their defaults.
 type Syncer struct {
 	rt     runtime.RuntimeService
 	images ImageEnsurer

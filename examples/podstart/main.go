@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/podstart/podstart/credentials"
+	"github.com/podstart/podstart/defaults"
 	"github.com/podstart/podstart/images"
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/runtime"
@@ -164,19 +165,9 @@ func loadPod(file string) (*corev1.Pod, error) {
 		h.Write([]byte(pod.Namespace + "/" + pod.Name))
 		pod.UID = types.UID(fmt.Sprintf("podstart-%016x", h.Sum64()))
 	}
-	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range list {
-			if list[i].ImagePullPolicy == "" {
-				list[i].ImagePullPolicy = corev1.PullIfNotPresent
-			}
-			if list[i].TerminationMessagePath == "" {
-				list[i].TerminationMessagePath = "/dev/termination-log"
-			}
-		}
-	}
-	if pod.Spec.RestartPolicy == "" {
-		pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
-	}
+	// What the API server would have filled in: pull policies, the
+	// termination message path, restart and DNS policy, probe timings, ...
+	defaults.Pod(&pod)
 	return &pod, nil
 }
 
