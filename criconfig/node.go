@@ -50,4 +50,51 @@ type Node struct {
 	// UserNamespaces: the runtime supports user namespaces (hostUsers:
 	// false). containerd 1.6 does not.
 	UserNamespaces bool
+	// AppArmorEnabled: the host enforces AppArmor. Without it, kubelet
+	// refuses every profile but Unconfined.
+	AppArmorEnabled bool
+	// SupplementalGroupsPolicyStrict: the runtime reports support for the
+	// Strict supplemental-groups policy.
+	SupplementalGroupsPolicyStrict bool
+	// MemoryCapacity is the node's memory in bytes, for Burstable OOM
+	// scores (kubelet reads it from cAdvisor).
+	MemoryCapacity int64
+	// CgroupV2: the node runs the unified cgroup hierarchy. SwapController:
+	// the memory controller accounts swap. Together they decide the swap
+	// limit kubelet sends (NoSwap, kubelet's default).
+	CgroupV2       bool
+	SwapController bool
+	// SingleProcessOOMKill is kubelet's singleProcessOOMKill (cgroup v2
+	// only; default false: the kernel kills the whole container cgroup).
+	SingleProcessOOMKill bool
 }
+
+func (n Node) rootDir() string {
+	if n.RootDir == "" {
+		return "/var/lib/kubelet"
+	}
+	return n.RootDir
+}
+
+func (n Node) podLogsDir() string {
+	if n.PodLogsDir == "" {
+		return "/var/log/pods"
+	}
+	return n.PodLogsDir
+}
+
+func (n Node) clusterDomain() string {
+	if n.ClusterDomain == "" {
+		return "cluster.local"
+	}
+	return n.ClusterDomain
+}
+
+func (n Node) seccompRoot() string {
+	if n.SeccompProfileRoot == "" {
+		return n.rootDir() + "/seccomp"
+	}
+	return n.SeccompProfileRoot
+}
+
+func (n Node) cgroupsPerQOS() bool { return n.CgroupsPerQOS == nil || *n.CgroupsPerQOS }

@@ -1,20 +1,29 @@
 package podsync
 
-// Kubelet's labels and annotations on sandboxes and containers. podstart
-// writes the same ones, so crictl and kubelet-aware tools see its pods as
-// kubelet's, and Status rebuilds a pod's state from the runtime alone.
-const (
-	LabelPodName       = "io.kubernetes.pod.name"
-	LabelPodNamespace  = "io.kubernetes.pod.namespace"
-	LabelPodUID        = "io.kubernetes.pod.uid"
-	LabelContainerName = "io.kubernetes.container.name"
+import (
+	corev1 "k8s.io/api/core/v1"
 
-	AnnotationContainerHash             = "io.kubernetes.container.hash"
-	AnnotationContainerRestartCount     = "io.kubernetes.container.restartCount"
-	AnnotationTerminationMessagePath    = "io.kubernetes.container.terminationMessagePath"
-	AnnotationTerminationMessagePolicy  = "io.kubernetes.container.terminationMessagePolicy"
-	AnnotationPodDeletionGracePeriod    = "io.kubernetes.pod.deletionGracePeriod"
-	AnnotationPodTerminationGracePeriod = "io.kubernetes.pod.terminationGracePeriod"
-	AnnotationContainerPreStopHandler   = "io.kubernetes.container.preStopHandler"
-	AnnotationContainerPorts            = "io.kubernetes.container.ports"
+	"github.com/podstart/podstart/criconfig"
 )
+
+// Kubelet's labels and annotations on sandboxes and containers, as
+// criconfig writes them: crictl and kubelet-aware tools see podstart's
+// pods as kubelet's, and Status rebuilds a pod's state from the runtime
+// alone.
+const (
+	LabelPodName                        = criconfig.LabelPodName
+	LabelPodNamespace                   = criconfig.LabelPodNamespace
+	LabelPodUID                         = criconfig.LabelPodUID
+	LabelContainerName                  = criconfig.LabelContainerName
+	AnnotationContainerHash             = criconfig.AnnotationContainerHash
+	AnnotationContainerRestartCount     = criconfig.AnnotationContainerRestartCount
+	AnnotationTerminationMessagePath    = criconfig.AnnotationTerminationMessagePath
+	AnnotationTerminationMessagePolicy  = criconfig.AnnotationTerminationMessagePolicy
+	AnnotationPodDeletionGracePeriod    = criconfig.AnnotationPodDeletionGracePeriod
+	AnnotationPodTerminationGracePeriod = criconfig.AnnotationPodTerminationGracePeriod
+	AnnotationContainerPreStopHandler   = criconfig.AnnotationContainerPreStopHandler
+	AnnotationContainerPorts            = criconfig.AnnotationContainerPorts
+)
+
+// HashContainer is kubelet's container hash (criconfig.HashContainer).
+func HashContainer(c *corev1.Container) uint64 { return criconfig.HashContainer(c) }

@@ -428,7 +428,7 @@ func TestConfigsAndStatusLabels(t *testing.T) {
 func TestHostNetworkSandboxHasNoHostname(t *testing.T) {
 	h := newHarness(t, false, nil)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hn", Namespace: "shop", UID: "uid-hn"},
-		Spec: corev1.PodSpec{HostNetwork: true, Containers: []corev1.Container{{Name: "app", Image: "nginx:1"}}}}
+		Spec: corev1.PodSpec{HostNetwork: true, SecurityContext: &corev1.PodSecurityContext{}, Containers: []corev1.Container{{Name: "app", Image: "nginx:1"}}}}
 	h.converge(pod, 3)
 	req := h.fake.Calls()[2].Request
 	for _, c := range h.fake.Calls() {

@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/podstart/podstart/criconfig"
 	"github.com/podstart/podstart/images"
 	"github.com/podstart/podstart/mounts"
 	"github.com/podstart/podstart/runtime"
@@ -46,12 +47,10 @@ type options struct {
 	probes        ProbeResults
 	volumes       VolumeProvider
 	env           EnvResolver
-	rootDir       string
-	podLogsDir    string
-	clusterDomain string
-	selinux       bool
+	node          criconfig.Node
+	nodeSet       bool
+	imageService  runtime.ImageService
 	handler       func(*corev1.Pod) string
-	dns           func(*corev1.Pod) (*runtimeapi.DNSConfig, error)
 	mountOpts     []mounts.Option
 	httpClient    *http.Client
 	trace         func(Step)
@@ -83,29 +82,41 @@ func WithVolumes(v VolumeProvider) Option { return func(o *options) { o.volumes 
 // WithEnvResolver resolves valueFrom and envFrom.
 func WithEnvResolver(r EnvResolver) Option { return func(o *options) { o.env = r } }
 
+// WithNode describes the node as kubelet's configuration would (root and
+// log dirs, cluster DNS and domain, resolv.conf, cgroups, seccomp root,
+// SELinux, AppArmor, memory, huge pages): the sandbox and container
+// configs are built for it (criconfig). Fields left zero that kubelet reads
+// from the host are read from this host (criconfig.FromHost). Default:
+// kubelet's defaults on this host, /etc/resolv.conf, no cluster DNS.
+// Options apply in order: WithNode replaces what WithRootDir and the like
+// set before it.
+func WithNode(n criconfig.Node) Option {
+	return func(o *options) { o.node, o.nodeSet = n, true }
+}
+
 // WithRootDir sets kubelet's root dir (pod directories live under
-// <dir>/pods).
-func WithRootDir(dir string) Option { return func(o *options) { o.rootDir = dir } }
+// <dir>/pods); the same as Node.RootDir.
+func WithRootDir(dir string) Option { return func(o *options) { o.node.RootDir = dir } }
 
 // WithPodLogsDir sets the root of pod log directories (default
-// /var/log/pods).
-func WithPodLogsDir(dir string) Option { return func(o *options) { o.podLogsDir = dir } }
+// /var/log/pods); the same as Node.PodLogsDir.
+func WithPodLogsDir(dir string) Option { return func(o *options) { o.node.PodLogsDir = dir } }
 
-// WithClusterDomain sets the cluster domain for hostnames and /etc/hosts.
-func WithClusterDomain(d string) Option { return func(o *options) { o.clusterDomain = d } }
+// WithClusterDomain sets the cluster domain for hostnames, DNS searches
+// and /etc/hosts; the same as Node.ClusterDomain.
+func WithClusterDomain(d string) Option { return func(o *options) { o.node.ClusterDomain = d } }
 
 // WithSELinux says SELinux is enabled on the node, so mounts ask to be
-// relabelled.
-func WithSELinux(enabled bool) Option { return func(o *options) { o.selinux = enabled } }
+// relabelled; the same as Node.SELinuxEnabled.
+func WithSELinux(enabled bool) Option { return func(o *options) { o.node.SELinuxEnabled = enabled } }
+
+// WithImageService sets where the image's user is read (ImageStatus) to
+// verify runAsNonRoot and to run as it (default: the runtime given to
+// NewSyncer, when it is also an ImageService).
+func WithImageService(is runtime.ImageService) Option { return func(o *options) { o.imageService = is } }
 
 // WithRuntimeHandler sets how a pod's runtime handler is found.
 func WithRuntimeHandler(f func(*corev1.Pod) string) Option { return func(o *options) { o.handler = f } }
-
-// WithDNS builds the sandbox's DNS config (default: none, so the runtime
-// uses the node's resolv.conf).
-func WithDNS(f func(*corev1.Pod) (*runtimeapi.DNSConfig, error)) Option {
-	return func(o *options) { o.dns = f }
-}
 
 // WithMountOptions passes options to mounts.Make.
 func WithMountOptions(opts ...mounts.Option) Option {
@@ -132,10 +143,25 @@ type Syncer struct {
 
 // NewSyncer returns a Syncer over rt that pulls images with ims.
 func NewSyncer(rt runtime.RuntimeService, ims ImageEnsurer, opts ...Option) *Syncer {
-	o := options{clock: clock.RealClock{}, rootDir: DefaultRootDir, podLogsDir: DefaultPodLogsDir, clusterDomain: "cluster.local",
-		handler: func(*corev1.Pod) string { return "" }, httpClient: &http.Client{Timeout: 30 * time.Second}}
+	o := options{clock: clock.RealClock{}, handler: func(*corev1.Pod) string { return "" }, httpClient: &http.Client{Timeout: 30 * time.Second}}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.node.RootDir == "" {
+		o.node.RootDir = DefaultRootDir
+	}
+	if o.node.PodLogsDir == "" {
+		o.node.PodLogsDir = DefaultPodLogsDir
+	}
+	if o.node.ClusterDomain == "" {
+		o.node.ClusterDomain = "cluster.local"
+	}
+	if !o.nodeSet && o.node.ResolvConf == "" {
+		o.node.ResolvConf = "/etc/resolv.conf"
+	}
+	o.node = criconfig.FromHost(o.node)
+	if o.imageService == nil {
+		o.imageService, _ = rt.(runtime.ImageService)
 	}
 	if o.recorder == nil {
 		o.recorder = nopRecorder{}
@@ -144,9 +170,9 @@ func NewSyncer(rt runtime.RuntimeService, ims ImageEnsurer, opts ...Option) *Syn
 		o.backoff = NewBackOff(o.clock, DefaultBackOffInitial, DefaultBackOffMax)
 	}
 	if o.volumes == nil {
-		o.volumes = DefaultVolumes{RootDir: o.rootDir}
+		o.volumes = DefaultVolumes{RootDir: o.node.RootDir}
 	}
-	o.mountOpts = append([]mounts.Option{mounts.WithClusterDomain(o.clusterDomain)}, o.mountOpts...)
+	o.mountOpts = append([]mounts.Option{mounts.WithClusterDomain(o.node.ClusterDomain)}, o.mountOpts...)
 	return &Syncer{rt: rt, images: ims, o: o}
 }
 
@@ -446,11 +472,11 @@ func (s *Syncer) startContainer(ctx context.Context, sandboxID string, sandboxCo
 	if cs := status.FindContainerStatusByName(c.Name); cs != nil {
 		restartCount = cs.RestartCount + 1
 	} else {
-		restartCount = restartCountFromLogs(PodLogDir(s.o.podLogsDir, pod) + "/" + c.Name)
+		restartCount = restartCountFromLogs(criconfig.PodLogDir(s.o.node, pod) + "/" + c.Name)
 	}
 	var id string
 	err = s.traced("create", c.Name, func() error {
-		cfg, err := s.containerConfig(ctx, pod, c, restartCount, imageRef, podIP, podIPs, volumes)
+		cfg, err := s.containerConfig(ctx, pod, c, restartCount, imageRef, podIPs, volumes)
 		if err != nil {
 			msg = err.Error()
 			return stepError(ErrCreateContainerConfig, err)

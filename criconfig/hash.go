@@ -1,4 +1,4 @@
-package podsync
+package criconfig
 
 import (
 	"unicode/utf8"

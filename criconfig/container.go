@@ -1,0 +1,125 @@
+package criconfig
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstart/podstart/internal/expansion"
+)
+
+// EnvVar is one resolved environment variable, in kubelet's order.
+type EnvVar struct{ Name, Value string }
+
+// Container is what ContainerConfig needs beyond the node: the pod and
+// container, and what was learnt at run time.
+type Container struct {
+	Pod       *corev1.Pod
+	Container *corev1.Container
+	// RestartCount is the attempt: kubelet's restart count.
+	RestartCount int
+	// ImageRef is the image to run (the runtime's ID of the pulled image).
+	ImageRef string
+	// ImageUser is the image's user from ImageStatus (ImageUserFromStatus).
+	ImageUser ImageUser
+	// Env is the container's resolved environment (Env resolves it).
+	Env []EnvVar
+	// Mounts are the container's mounts, already CRI mounts.
+	Mounts []*runtimeapi.Mount
+	// Devices are the devices kubelet's device plugins would add.
+	Devices []*runtimeapi.Device
+}
+
+// ContainerConfig is kubelet's generateContainerConfig with its Linux
+// part: runAsNonRoot verified against the image's user, command and args
+// with $(VAR) expanded, labels and annotations, log path, the effective
+// security context (seccomp, AppArmor, SELinux, user and groups, no new
+// privileges, masked and read-only paths, namespaces) and resources (CPU,
+// memory, OOM score by QoS class, huge pages, swap).
+func ContainerConfig(in Container, node Node) (*runtimeapi.ContainerConfig, error) {
+	pod, c := in.Pod, in.Container
+	if err := checkContainer(pod, c); err != nil {
+		return nil, err
+	}
+	if err := VerifyRunAsNonRoot(pod, c, in.ImageUser); err != nil {
+		return nil, err
+	}
+	env := make(map[string]string, len(in.Env))
+	kv := make([]*runtimeapi.KeyValue, len(in.Env))
+	for i, e := range in.Env {
+		env[e.Name] = e.Value
+		kv[i] = &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)}
+	}
+	mapping := expansion.MappingFor(env)
+	expand := func(in []string) []string {
+		if len(in) == 0 {
+			return nil
+		}
+		out := make([]string, len(in))
+		for i, v := range in {
+			out[i] = expansion.Expand(v, mapping)
+		}
+		return out
+	}
+	sc, err := containerSecurity(pod, c, in.ImageUser, node)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ContainerConfig{
+		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(in.RestartCount)},
+		Image:       &runtimeapi.ImageSpec{Image: in.ImageRef, UserSpecifiedImage: c.Image},
+		Command:     expand(c.Command),
+		Args:        expand(c.Args),
+		WorkingDir:  c.WorkingDir,
+		Labels:      ContainerLabels(pod, c),
+		Annotations: ContainerAnnotations(pod, c, in.RestartCount),
+		Devices:     in.Devices,
+		Mounts:      in.Mounts,
+		LogPath:     filepath.Join(c.Name, strconv.Itoa(in.RestartCount)+".log"),
+		Stdin:       c.Stdin,
+		StdinOnce:   c.StdinOnce,
+		Tty:         c.TTY,
+		Envs:        kv,
+		Linux: &runtimeapi.LinuxContainerConfig{
+			Resources:       containerResources(pod, c, node),
+			SecurityContext: sc,
+		},
+	}, nil
+}
+
+// ContainerLabels are kubelet's container labels.
+func ContainerLabels(pod *corev1.Pod, c *corev1.Container) map[string]string {
+	return map[string]string{LabelPodName: pod.Name, LabelPodNamespace: pod.Namespace, LabelPodUID: string(pod.UID), LabelContainerName: c.Name}
+}
+
+// ContainerAnnotations are kubelet's container annotations: hash, restart
+// count, termination message settings, grace periods, the preStop handler
+// and the ports, as JSON.
+func ContainerAnnotations(pod *corev1.Pod, c *corev1.Container, restartCount int) map[string]string {
+	a := map[string]string{
+		AnnotationContainerHash:            strconv.FormatUint(HashContainer(c), 16),
+		AnnotationContainerRestartCount:    strconv.Itoa(restartCount),
+		AnnotationTerminationMessagePath:   c.TerminationMessagePath,
+		AnnotationTerminationMessagePolicy: string(c.TerminationMessagePolicy),
+	}
+	if pod.DeletionGracePeriodSeconds != nil {
+		a[AnnotationPodDeletionGracePeriod] = strconv.FormatInt(*pod.DeletionGracePeriodSeconds, 10)
+	}
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		a[AnnotationPodTerminationGracePeriod] = strconv.FormatInt(*pod.Spec.TerminationGracePeriodSeconds, 10)
+	}
+	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+		if b, err := json.Marshal(c.Lifecycle.PreStop); err == nil {
+			a[AnnotationContainerPreStopHandler] = string(b)
+		}
+	}
+	if len(c.Ports) > 0 {
+		if b, err := json.Marshal(c.Ports); err == nil {
+			a[AnnotationContainerPorts] = string(b)
+		}
+	}
+	return a
+}

@@ -1,0 +1,15 @@
+package criconfig
+
+import "errors"
+
+// Errors the configs are refused with; each error returned matches one
+// with errors.Is. podsync reports them as CreateContainerConfigError (or a
+// failed sandbox creation).
+var (
+	// ErrUnsupported: the pod asks for a setting podstart cannot honour on
+	// this node; the error names the field. The container is not created.
+	ErrUnsupported = errors.New("setting not supported")
+	// ErrRunAsNonRoot: runAsNonRoot is set and the container would run as
+	// root (or its image's user cannot be verified).
+	ErrRunAsNonRoot = errors.New("runAsNonRoot violated")
+)

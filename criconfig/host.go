@@ -1,0 +1,75 @@
+package criconfig
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// FromHost fills the zero fields of n that kubelet reads from the machine
+// it runs on: memory capacity (/proc/meminfo), huge page sizes
+// (/sys/kernel/mm/hugepages), the cgroup hierarchy and swap accounting
+// (/sys/fs/cgroup), and the content of n.ResolvConf. It is the one
+// function here that reads the disk; everything else is pure.
+func FromHost(n Node) Node {
+	if n.MemoryCapacity == 0 {
+		n.MemoryCapacity = memTotal()
+	}
+	if n.HugePageSizes == nil {
+		n.HugePageSizes = hugePageSizes()
+	}
+	if !n.CgroupV2 {
+		_, err := os.Stat("/sys/fs/cgroup/cgroup.controllers")
+		n.CgroupV2 = err == nil
+	}
+	if !n.SwapController {
+		p := "/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"
+		if n.CgroupV2 {
+			p = "/sys/fs/cgroup/memory.swap.max"
+		}
+		_, err := os.Stat(p)
+		n.SwapController = err == nil
+	}
+	if n.ResolvConfContent == nil && n.ResolvConf != "" {
+		if b, err := os.ReadFile(n.ResolvConf); err == nil {
+			n.ResolvConfContent = b
+		}
+	}
+	return n
+}
+
+func memTotal() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 2 && f[0] == "MemTotal:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+func hugePageSizes() []int64 {
+	entries, err := os.ReadDir("/sys/kernel/mm/hugepages")
+	if err != nil {
+		return []int64{}
+	}
+	sizes := []int64{}
+	for _, e := range entries {
+		s, ok := strings.CutPrefix(e.Name(), "hugepages-")
+		if !ok {
+			continue
+		}
+		if kb, err := strconv.ParseInt(strings.TrimSuffix(s, "kB"), 10, 64); err == nil {
+			sizes = append(sizes, kb*1024)
+		}
+	}
+	return sizes
+}

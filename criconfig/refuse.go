@@ -1,0 +1,55 @@
+package criconfig
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Refusals lists the pod settings podstart refuses rather than ignores:
+// each affects isolation or placement, and a container created without it
+// would not be the container its pod asked for. TestRefusals walks it.
+var Refusals = []string{
+	"spec.os.name: windows (podstart runs Linux containers only)",
+	"spec.hostUsers: false (user namespaces: no ID mappings are allocated yet)",
+	"spec.resourceClaims and containers[*].resources.claims (dynamic resource allocation)",
+	"containers[*].volumeDevices (raw block volumes)",
+	"securityContext.windowsOptions.hostProcess: true",
+	"securityContext.appArmorProfile other than Unconfined on a node without AppArmor (Node.AppArmorEnabled)",
+	"spec.securityContext.supplementalGroupsPolicy: Strict on a runtime that does not report it (Node.SupplementalGroupsPolicyStrict)",
+}
+
+func unsupported(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrUnsupported}, args...)...)
+}
+
+// checkPod refuses pod-level settings podstart cannot honour.
+func checkPod(pod *corev1.Pod) error {
+	if pod.Spec.OS != nil && pod.Spec.OS.Name == corev1.Windows {
+		return unsupported("spec.os.name: %q: podstart runs Linux containers only", pod.Spec.OS.Name)
+	}
+	if len(pod.Spec.ResourceClaims) > 0 {
+		return unsupported("spec.resourceClaims: dynamic resource allocation is not supported")
+	}
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess {
+		return unsupported("spec.securityContext.windowsOptions.hostProcess: Windows host-process pods are not supported")
+	}
+	return nil
+}
+
+// checkContainer refuses container settings podstart cannot honour.
+func checkContainer(pod *corev1.Pod, c *corev1.Container) error {
+	if err := checkPod(pod); err != nil {
+		return err
+	}
+	if len(c.VolumeDevices) > 0 {
+		return unsupported("container %q volumeDevices: raw block volumes are not supported", c.Name)
+	}
+	if len(c.Resources.Claims) > 0 {
+		return unsupported("container %q resources.claims: dynamic resource allocation is not supported", c.Name)
+	}
+	if sc := c.SecurityContext; sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess {
+		return unsupported("container %q securityContext.windowsOptions.hostProcess: Windows host-process containers are not supported", c.Name)
+	}
+	return nil
+}
