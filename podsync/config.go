@@ -12,8 +12,8 @@ import (
 
 	"github.com/podstart/podstart/criconfig"
 	"github.com/podstart/podstart/internal/expansion"
-	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/mounts"
+	"github.com/podstart/podstart/runtime"
 )
 
 // PodLogDir is kubelet's log directory of a pod: <root>/<ns>_<name>_<uid>.
@@ -31,9 +31,6 @@ func PodDir(root string, pod *corev1.Pod) string {
 func (s *Syncer) SandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
 	return criconfig.SandboxConfig(pod, attempt, s.o.node)
 }
-
-
-
 
 // EnvResolver resolves what a pod spec cannot say by itself: valueFrom
 // (configMap, secret, resource and field references beyond the basic
@@ -95,8 +92,6 @@ func (s *Syncer) environment(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 	return kv, env, nil
 }
 
-
-
 // restartCountFromLogs is kubelet's fallback when no status exists: the
 // largest N among the container's N.log files, plus one.
 func restartCountFromLogs(dir string) int {
@@ -117,9 +112,6 @@ func restartCountFromLogs(dir string) int {
 	}
 	return count
 }
-
-
-
 
 // containerConfig is kubelet's generateContainerConfig: the environment,
 // the mounts and the image's user, then criconfig.ContainerConfig.

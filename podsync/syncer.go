@@ -41,19 +41,19 @@ type Step struct {
 type Option func(*options)
 
 type options struct {
-	recorder      images.EventRecorder
-	clock         clock.Clock
-	backoff       *BackOff
-	probes        ProbeResults
-	volumes       VolumeProvider
-	env           EnvResolver
-	node          criconfig.Node
-	nodeSet       bool
-	imageService  runtime.ImageService
-	handler       func(*corev1.Pod) string
-	mountOpts     []mounts.Option
-	httpClient    *http.Client
-	trace         func(Step)
+	recorder     images.EventRecorder
+	clock        clock.Clock
+	backoff      *BackOff
+	probes       ProbeResults
+	volumes      VolumeProvider
+	env          EnvResolver
+	node         criconfig.Node
+	nodeSet      bool
+	imageService runtime.ImageService
+	handler      func(*corev1.Pod) string
+	mountOpts    []mounts.Option
+	httpClient   *http.Client
+	trace        func(Step)
 }
 
 // Defaults, as kubelet's.
@@ -113,7 +113,9 @@ func WithSELinux(enabled bool) Option { return func(o *options) { o.node.SELinux
 // WithImageService sets where the image's user is read (ImageStatus) to
 // verify runAsNonRoot and to run as it (default: the runtime given to
 // NewSyncer, when it is also an ImageService).
-func WithImageService(is runtime.ImageService) Option { return func(o *options) { o.imageService = is } }
+func WithImageService(is runtime.ImageService) Option {
+	return func(o *options) { o.imageService = is }
+}
 
 // WithRuntimeHandler sets how a pod's runtime handler is found.
 func WithRuntimeHandler(f func(*corev1.Pod) string) Option { return func(o *options) { o.handler = f } }
