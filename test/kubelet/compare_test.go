@@ -233,16 +233,15 @@ func (tr *tier) compare(cases []podCase, pods map[string]*corev1.Pod, krec, prec
 		}
 		k, p := krec[full], prec[full]
 		if k == nil || k.sandbox == nil {
-			if c.kubelet != rejected {
-				add("RunPodSandbox", "(sent)", "not sent", "?")
-			}
+			// kubelet refused the pod (admission, or no sandbox config):
+			// podstart must not run it either.
 			if p != nil && p.sandbox != nil {
-				add("RunPodSandbox", "(admission)", "pod rejected, no sandbox", "sandbox requested")
+				add("RunPodSandbox", "(sent)", "not sent: "+krefusals[full][""], "sent")
 			}
 			continue
 		}
 		if p == nil || p.sandbox == nil {
-			add("RunPodSandbox", "(sent)", "sent", "not sent")
+			add("RunPodSandbox", "(sent)", "sent", "not sent: "+prefusals[full][""])
 			continue
 		}
 		var ds []difference

@@ -408,6 +408,30 @@ func kubeletRefusals(path string) map[string]map[string]string {
 	return out
 }
 
+// kubeletPodErrors finds, in kubelet's log, why a pod got no sandbox:
+// admission rejections and sandbox configs kubelet could not make. Pod
+// name -> text.
+var (
+	admissionLine     = regexp.MustCompile(`"Pod admission denied" podUID="[^"]*" pod="[^/"]*/([^"]+)" reason="([^"]*)" message="([^"]*)"`)
+	sandboxConfigLine = regexp.MustCompile(`"Failed to generate sandbox config for pod" err="(.*)" pod="[^/"]*/([^"]+)"`)
+)
+
+func kubeletPodErrors(path string) map[string]string {
+	out := map[string]string{}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if m := admissionLine.FindStringSubmatch(line); m != nil {
+			out[m[1]] = "admission: " + m[2] + ": " + m[3]
+		} else if m := sandboxConfigLine.FindStringSubmatch(line); m != nil {
+			out[m[2]] = "CreatePodSandboxError: " + m[1]
+		}
+	}
+	return out
+}
+
 // podRecord is what one side asked of the runtime for one pod.
 type podRecord struct {
 	sandbox    *runtimeapi.RunPodSandboxRequest // the first
@@ -490,7 +514,8 @@ func unsettled(cases []podCase, rec map[string]*podRecord, refusals map[string]m
 
 // runPodstart runs podstart's Syncer on kubelet's pods through a recording
 // proxy until each pod has settled as on kubelet's side (or its sandbox
-// failed, or it gave up after a deadline), and returns its refusals.
+// failed, or it gave up after a deadline), and returns its refusals (the
+// sandbox's error under the container name "").
 func (tr *tier) runPodstart(cases []podCase, pods map[string]*corev1.Pod, opts ...podsync.Option) map[string]map[string]string {
 	t := tr.t
 	s := tr.sides["podstart"]
@@ -532,8 +557,11 @@ func (tr *tier) runPodstart(cases []podCase, pods map[string]*corev1.Pod, opts .
 				switch {
 				case r.Action == podsync.ActionStartContainer && errors.Is(r.Err, podsync.ErrCreateContainerConfig):
 					refusals[full][r.Target] = r.Message
-				case r.Action == podsync.ActionCreatePodSandbox && r.Err != nil:
+				case (r.Action == podsync.ActionCreatePodSandbox || r.Action == podsync.ActionConfigPodSandbox) && r.Err != nil:
 					sandboxFailed = true
+					if _, ok := refusals[full][""]; !ok {
+						refusals[full][""] = fmt.Sprintf("%v: %s", r.Err, r.Message)
+					}
 				}
 			}
 			rec := collect(p.Calls())[full]
@@ -593,6 +621,16 @@ func TestKubeletEquality(t *testing.T) {
 	prec := collect(tr.sides["podstart"].proxy.Calls())
 	tr.removeSandboxes()
 
+	kpodErrs := kubeletPodErrors(logPath)
+	for _, c := range cases {
+		tr.checkTable(c, krec[c.name+"-"+nodeName], krefusals[c.name+"-"+nodeName], kpodErrs[c.name+"-"+nodeName])
+		if e := kpodErrs[c.name+"-"+nodeName]; e != "" {
+			if krefusals[c.name+"-"+nodeName] == nil {
+				krefusals[c.name+"-"+nodeName] = map[string]string{}
+			}
+			krefusals[c.name+"-"+nodeName][""] = e
+		}
+	}
 	rep := tr.compare(cases, pods, krec, prec, krefusals, prefusals)
 	if path := os.Getenv("PODSTART_KUBELET_REPORT"); path != "" {
 		if err := os.WriteFile(path, []byte(rep.markdown()), 0o644); err != nil {
@@ -602,4 +640,33 @@ func TestKubeletEquality(t *testing.T) {
 	rep.assert(t)
 }
 
-var _ = slices.Sort[[]string]
+// checkTable fails when kubelet did not do what the table says it does
+// on this node, so the table's claims stay true.
+func (tr *tier) checkTable(c podCase, rec *podRecord, refused map[string]string, podErr string) {
+	t := tr.t
+	sent := rec != nil && rec.sandbox != nil
+	switch c.kubelet {
+	case rejected:
+		if sent || podErr == "" {
+			t.Errorf("table: %s: kubelet should reject the pod, but it sent RunPodSandbox=%v (error %q)", c.name, sent, podErr)
+		}
+	case sandboxFails:
+		if !sent || rec.sandboxErr == nil {
+			t.Errorf("table: %s: kubelet's RunPodSandbox should fail", c.name)
+		}
+	case runs:
+		if !sent || rec.sandboxErr != nil {
+			t.Errorf("table: %s: kubelet should run the pod: %v", c.name, podErr)
+		}
+		var got []string
+		for name := range refused {
+			got = append(got, name)
+		}
+		slices.Sort(got)
+		want := slices.Clone(c.refused)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("table: %s: kubelet refused %v, the table says %v", c.name, got, want)
+		}
+	}
+}
