@@ -26,8 +26,9 @@ type difference struct {
 	pod, request, path, kubelet, podstart string
 }
 
-// allowance is a deliberate difference: a field path (regexp over
-// "<request> <path>") and why podstart differs there.
+// allowance is a deliberate difference: which differences it covers (a
+// regexp over "<pod>: <request> <path>", where request is "RunPodSandbox"
+// or "CreateContainer <container>") and why podstart differs there.
 type allowance struct {
 	match  *regexp.Regexp
 	reason string
@@ -302,7 +303,7 @@ func orNot(refusal string) string {
 
 // isAllowed finds the deliberate difference that covers d.
 func isAllowed(d difference) *allowance {
-	key := d.request + " " + d.path
+	key := d.pod + ": " + d.request + " " + d.path
 	for i := range allowed {
 		if allowed[i].match.MatchString(key) {
 			return &allowed[i]
@@ -320,7 +321,10 @@ func short(s string) string {
 
 // markdown groups the differences by field path (container names folded).
 func (r *report) markdown() string {
-	type entry struct{ who, k, p string }
+	type entry struct {
+		who, k, p string
+		allowed   *allowance
+	}
 	groups := map[string][]entry{}
 	equal := 0
 	for _, pod := range r.pods {
@@ -335,21 +339,21 @@ func (r *report) markdown() string {
 				who += "/" + ctr
 			}
 			key := req + " " + d.path
-			groups[key] = append(groups[key], entry{who, d.kubelet, d.podstart})
+			groups[key] = append(groups[key], entry{who, d.kubelet, d.podstart, isAllowed(d)})
 		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d/%d pods with equal requests\n\n", equal, len(r.pods))
 	for _, key := range sortedKeys(groups) {
 		fmt.Fprintf(&b, "### %s\n", key)
-		if a := isAllowed(difference{request: strings.SplitN(key, " ", 2)[0], path: strings.SplitN(key, " ", 2)[1]}); a != nil {
-			fmt.Fprintf(&b, "(allowed: %s)\n", a.reason)
-		}
 		// One line per pair of values, naming every pod/container with it.
 		var pairs []string
 		whos := map[string][]string{}
 		for _, e := range groups[key] {
 			pair := fmt.Sprintf("kubelet %s | podstart %s", short(e.k), short(e.p))
+			if e.allowed != nil {
+				pair += " (allowed: " + e.allowed.reason + ")"
+			}
 			if whos[pair] == nil {
 				pairs = append(pairs, pair)
 			}
