@@ -2,7 +2,12 @@ package kubelet
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
+	goruntime "runtime"
+	"slices"
+	"strconv"
 	"sort"
 	"strings"
 	"testing"
@@ -11,7 +16,10 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/podstart/podstart/criconfig"
 	"github.com/podstart/podstart/podsync"
 )
 
@@ -19,6 +27,56 @@ import (
 // configured (root and log dirs are set by runPodstart).
 func (tr *tier) podstartOptions() []podsync.Option {
 	return nil
+}
+
+// node describes this node as the tier's kubelet sees it: its flags and
+// config, and what it measures (allocatable = capacity minus the default
+// hard eviction threshold for memory, 100Mi; huge page sizes).
+func (tr *tier) node() criconfig.Node {
+	t := tr.t
+	s := tr.sides["podstart"]
+	resolv, err := os.ReadFile("/etc/resolv.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	meminfo, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var memKiB int64
+	for _, line := range strings.Split(string(meminfo), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
+			memKiB, _ = strconv.ParseInt(f[1], 10, 64)
+		}
+	}
+	mem := resource.NewQuantity(memKiB*1024-100<<20, resource.BinarySI)
+	var sizes []int64
+	dirs, _ := filepath.Glob("/sys/kernel/mm/hugepages/hugepages-*kB")
+	for _, d := range dirs {
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(d), "hugepages-"), "kB"), 10, 64)
+		if err == nil {
+			sizes = append(sizes, kb*1024)
+		}
+	}
+	allocatable := corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
+		corev1.ResourceMemory: *mem,
+	}
+	return criconfig.Node{
+		Name:              nodeName,
+		HostIPs:           []string{tr.nodeIP},
+		RootDir:           s.root,
+		PodLogsDir:        s.logs,
+		ClusterDomain:     clusterDomain,
+		ClusterDNS:        []string{clusterDNS},
+		ResolvConf:        "/etc/resolv.conf",
+		ResolvConfContent: resolv,
+		CgroupDriver:      "cgroupfs",
+		CgroupsPerQOS:     ptr(false),
+		Allocatable:       allocatable,
+		HugePageSizes:     sizes,
+		UserNamespaces:    false,
+	}
 }
 
 // difference is one field whose value differs.
@@ -121,7 +179,27 @@ func (n normaliser) apply(m protoreflect.Message) {
 func (n normaliser) clone(m proto.Message) proto.Message {
 	c := proto.Clone(m)
 	n.apply(c.ProtoReflect())
+	sortDNSOptions(c)
 	return c
+}
+
+// sortDNSOptions sorts the DNS options of a sandbox config: kubelet merges
+// the node's and the pod's options through a Go map (mergeDNSOptions), so
+// their order changes from one call to the next, even between its own
+// RunPodSandbox and CreateContainer for one pod.
+func sortDNSOptions(m proto.Message) {
+	var cfg *runtimeapi.PodSandboxConfig
+	switch r := m.(type) {
+	case *runtimeapi.PodSandboxConfig:
+		cfg = r
+	case *runtimeapi.RunPodSandboxRequest:
+		cfg = r.Config
+	case *runtimeapi.CreateContainerRequest:
+		cfg = r.SandboxConfig
+	}
+	if cfg.GetDnsConfig() != nil {
+		slices.Sort(cfg.DnsConfig.Options)
+	}
 }
 
 // diffMessages walks two messages of one type and reports each differing
@@ -286,11 +364,15 @@ func (tr *tier) compare(cases []podCase, pods map[string]*corev1.Pod, krec, prec
 			case kok && pok:
 				// Each side's sandbox_config must be its RunPodSandbox config;
 				// those were compared above.
-				if !proto.Equal(kc.SandboxConfig, k.sandbox.Config) {
-					add(req, "sandbox_config", "differs from kubelet's RunPodSandbox config", "")
-				}
-				if !proto.Equal(pc.SandboxConfig, p.sandbox.Config) {
-					add(req, "sandbox_config", "", "differs from podstart's RunPodSandbox config")
+				for _, side := range []struct {
+					name      string
+					cfg, want proto.Message
+				}{{"kubelet", kc.SandboxConfig, k.sandbox.Config}, {"podstart", pc.SandboxConfig, p.sandbox.Config}} {
+					var sds []difference
+					diffMessages("sandbox_config", n.clone(side.cfg).ProtoReflect(), n.clone(side.want).ProtoReflect(), &sds)
+					for _, d := range sds {
+						add(req, d.path+" (vs its RunPodSandbox)", side.name+": "+d.kubelet, "RunPodSandbox: "+d.podstart)
+					}
 				}
 				kcl, pcl := n.clone(kc), n.clone(pc)
 				for _, m := range []proto.Message{kcl, pcl} {

@@ -30,6 +30,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -631,6 +633,8 @@ func TestKubeletEquality(t *testing.T) {
 			krefusals[c.name+"-"+nodeName][""] = e
 		}
 	}
+	tr.dump("kubelet", krec)
+	tr.dump("podstart", prec)
 	rep := tr.compare(cases, pods, krec, prec, krefusals, prefusals)
 	if path := os.Getenv("PODSTART_KUBELET_REPORT"); path != "" {
 		if err := os.WriteFile(path, []byte(rep.markdown()), 0o644); err != nil {
@@ -638,6 +642,31 @@ func TestKubeletEquality(t *testing.T) {
 		}
 	}
 	rep.assert(t)
+}
+
+// dump writes one side's requests, pod by pod, as text under
+// <dir>/requests/<side>/ for people to read.
+func (tr *tier) dump(name string, rec map[string]*podRecord) {
+	dir := filepath.Join(tr.dir, "requests", name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tr.t.Error(err)
+		return
+	}
+	opts := prototext.MarshalOptions{Multiline: true}
+	for pod, r := range rec {
+		var b strings.Builder
+		if r.sandbox != nil {
+			fmt.Fprintf(&b, "# RunPodSandbox (error: %v)\n%s\n", r.sandboxErr, opts.Format(r.sandbox))
+		}
+		for _, c := range sortedKeys(r.containers) {
+			req := proto.Clone(r.containers[c]).(*runtimeapi.CreateContainerRequest)
+			req.SandboxConfig = nil
+			fmt.Fprintf(&b, "# CreateContainer %s\n%s\n", c, opts.Format(req))
+		}
+		if err := os.WriteFile(filepath.Join(dir, pod+".txt"), []byte(b.String()), 0o644); err != nil {
+			tr.t.Error(err)
+		}
+	}
 }
 
 // checkTable fails when kubelet did not do what the table says it does
