@@ -41,7 +41,7 @@ type Container struct {
 // memory, OOM score by QoS class, huge pages, swap).
 func ContainerConfig(in Container, node Node) (*runtimeapi.ContainerConfig, error) {
 	pod, c := in.Pod, in.Container
-	if err := checkContainer(pod, c); err != nil {
+	if err := checkContainer(pod, c, node); err != nil {
 		return nil, err
 	}
 	if err := VerifyRunAsNonRoot(pod, c, in.ImageUser); err != nil {

@@ -1,6 +1,9 @@
 package criconfig
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors the configs are refused with; each error returned matches one
 // with errors.Is. podsync reports them as CreateContainerConfigError (or a
@@ -13,3 +16,17 @@ var (
 	// root (or its image's user cannot be verified).
 	ErrRunAsNonRoot = errors.New("runAsNonRoot violated")
 )
+
+// classError carries kubelet's message unchanged and matches its class
+// with errors.Is.
+type classError struct {
+	class error
+	msg   string
+}
+
+func (e *classError) Error() string        { return e.msg }
+func (e *classError) Is(target error) bool { return target == e.class }
+
+func classErrorf(class error, format string, args ...any) error {
+	return &classError{class: class, msg: fmt.Sprintf(format, args...)}
+}

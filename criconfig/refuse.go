@@ -1,8 +1,6 @@
 package criconfig
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -20,11 +18,11 @@ var Refusals = []string{
 }
 
 func unsupported(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrUnsupported}, args...)...)
+	return classErrorf(ErrUnsupported, format, args...)
 }
 
 // checkPod refuses pod-level settings podstart cannot honour.
-func checkPod(pod *corev1.Pod) error {
+func checkPod(pod *corev1.Pod, node Node) error {
 	if pod.Spec.OS != nil && pod.Spec.OS.Name == corev1.Windows {
 		return unsupported("spec.os.name: %q: podstart runs Linux containers only", pod.Spec.OS.Name)
 	}
@@ -34,12 +32,43 @@ func checkPod(pod *corev1.Pod) error {
 	if sc := pod.Spec.SecurityContext; sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess {
 		return unsupported("spec.securityContext.windowsOptions.hostProcess: Windows host-process pods are not supported")
 	}
+	// kubelet's AppArmor admission refuses the whole pod, before any
+	// sandbox, when one container asks for a profile the host cannot apply.
+	if !node.AppArmorEnabled {
+		var err error
+		visitContainers(pod, func(c *corev1.Container) bool {
+			if p := AppArmorProfile(pod, c); p != nil && p.Type != corev1.AppArmorProfileTypeUnconfined {
+				err = unsupported("%s: Cannot enforce AppArmor: AppArmor is not enabled on the host", fieldOf(pod, c, "appArmorProfile"))
+				return false
+			}
+			return true
+		})
+		return err
+	}
 	return nil
 }
 
+// visitContainers calls f for init, app and ephemeral containers until it
+// returns false.
+func visitContainers(pod *corev1.Pod, f func(*corev1.Container) bool) {
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if !f(&list[i]) {
+				return
+			}
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		c := corev1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		if !f(&c) {
+			return
+		}
+	}
+}
+
 // checkContainer refuses container settings podstart cannot honour.
-func checkContainer(pod *corev1.Pod, c *corev1.Container) error {
-	if err := checkPod(pod); err != nil {
+func checkContainer(pod *corev1.Pod, c *corev1.Container, node Node) error {
+	if err := checkPod(pod, node); err != nil {
 		return err
 	}
 	if len(c.VolumeDevices) > 0 {

@@ -64,7 +64,7 @@ func Hostname(pod *corev1.Pod, node Node) (hostname, domain string, err error) {
 // seccomp always, privileged if any container is), and the pod's
 // resources and overhead.
 func SandboxConfig(pod *corev1.Pod, attempt uint32, node Node) (*runtimeapi.PodSandboxConfig, error) {
-	if err := checkPod(pod); err != nil {
+	if err := checkPod(pod, node); err != nil {
 		return nil, err
 	}
 	cfg := &runtimeapi.PodSandboxConfig{
@@ -147,21 +147,10 @@ func protocol(p corev1.Protocol) runtimeapi.Protocol {
 }
 
 func hasPrivilegedContainer(pod *corev1.Pod) bool {
-	priv := func(c *corev1.Container) bool {
-		return c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged
-	}
-	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range list {
-			if priv(&list[i]) {
-				return true
-			}
-		}
-	}
-	for i := range pod.Spec.EphemeralContainers {
-		c := corev1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
-		if priv(&c) {
-			return true
-		}
-	}
-	return false
+	found := false
+	visitContainers(pod, func(c *corev1.Container) bool {
+		found = c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged
+		return !found
+	})
+	return found
 }

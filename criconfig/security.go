@@ -124,18 +124,18 @@ func VerifyRunAsNonRoot(pod *corev1.Pod, c *corev1.Container, user ImageUser) er
 	}
 	if eff.RunAsUser != nil {
 		if *eff.RunAsUser == 0 {
-			return fmt.Errorf("%w: container's runAsUser breaks non-root policy (pod: %q, container: %s)", ErrRunAsNonRoot, podDesc(pod), c.Name)
+			return classErrorf(ErrRunAsNonRoot, "container's runAsUser breaks non-root policy (pod: %q, container: %s)", podDesc(pod), c.Name)
 		}
 		return nil
 	}
 	switch {
 	case user.UID == nil && user.Username != "":
-		return fmt.Errorf("%w: container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", ErrRunAsNonRoot, user.Username, podDesc(pod), c.Name)
+		return classErrorf(ErrRunAsNonRoot, "container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", user.Username, podDesc(pod), c.Name)
 	case user.UID != nil && *user.UID == 0:
-		return fmt.Errorf("%w: container has runAsNonRoot and image will run as root (pod: %q, container: %s)", ErrRunAsNonRoot, podDesc(pod), c.Name)
+		return classErrorf(ErrRunAsNonRoot, "container has runAsNonRoot and image will run as root (pod: %q, container: %s)", podDesc(pod), c.Name)
 	case user.UID != nil && (*user.UID < 0 || *user.UID > math.MaxInt32):
-		return fmt.Errorf("%w: container has runAsNonRoot and image has an invalid user id (%d). (Must be 1-(%d)): must be between 0 and %d, inclusive (pod: %q, container: %s)",
-			ErrRunAsNonRoot, *user.UID, math.MaxInt32, math.MaxInt32, podDesc(pod), c.Name)
+		return classErrorf(ErrRunAsNonRoot, "container has runAsNonRoot and image has an invalid user id (%d). (Must be 1-(%d)): must be between 0 and %d, inclusive (pod: %q, container: %s)",
+			*user.UID, math.MaxInt32, math.MaxInt32, podDesc(pod), c.Name)
 	}
 	return nil
 }
@@ -210,7 +210,7 @@ func appArmor(pod *corev1.Pod, c *corev1.Container, node Node) (*runtimeapi.Secu
 		return nil, "", nil
 	}
 	if p.Type != corev1.AppArmorProfileTypeUnconfined && !node.AppArmorEnabled {
-		return nil, "", fmt.Errorf("%w: %s: Cannot enforce AppArmor: AppArmor is not enabled on the host", ErrUnsupported, fieldOf(pod, c, "appArmorProfile"))
+		return nil, "", classErrorf(ErrUnsupported, "%s: Cannot enforce AppArmor: AppArmor is not enabled on the host", fieldOf(pod, c, "appArmorProfile"))
 	}
 	switch p.Type {
 	case corev1.AppArmorProfileTypeRuntimeDefault:
@@ -254,9 +254,9 @@ func NamespaceOptions(pod *corev1.Pod, node Node) (*runtimeapi.NamespaceOption, 
 	}
 	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
 		if !node.UserNamespaces {
-			return nil, fmt.Errorf("%w: spec.hostUsers: can't set `spec.hostUsers: false`, runtime does not support user namespaces", ErrUnsupported)
+			return nil, classErrorf(ErrUnsupported, "spec.hostUsers: can't set `spec.hostUsers: false`, runtime does not support user namespaces")
 		}
-		return nil, fmt.Errorf("%w: spec.hostUsers: false: podstart does not allocate user-namespace ID mappings yet", ErrUnsupported)
+		return nil, classErrorf(ErrUnsupported, "spec.hostUsers: false: podstart does not allocate user-namespace ID mappings yet")
 	}
 	ns.UsernsOptions = &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}
 	return ns, nil
@@ -335,7 +335,7 @@ func supplementalGroupsPolicy(p corev1.SupplementalGroupsPolicy, node Node) (run
 		return 0, fmt.Errorf("unsupported supplementalGroupsPolicy: %s", p)
 	}
 	if p == corev1.SupplementalGroupsPolicyStrict && !node.SupplementalGroupsPolicyStrict {
-		return 0, fmt.Errorf("%w: spec.securityContext.supplementalGroupsPolicy: SupplementalGroupsPolicy=Strict is not supported in this node", ErrUnsupported)
+		return 0, classErrorf(ErrUnsupported, "spec.securityContext.supplementalGroupsPolicy: SupplementalGroupsPolicy=Strict is not supported in this node")
 	}
 	return runtimeapi.SupplementalGroupsPolicy(v), nil
 }

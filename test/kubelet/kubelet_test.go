@@ -536,7 +536,7 @@ func (tr *tier) runPodstart(cases []podCase, pods map[string]*corev1.Pod, opts .
 	defer rt.Close()
 	ims := images.NewManager(rt)
 	defer ims.Close()
-	opts = append([]podsync.Option{podsync.WithRootDir(s.root), podsync.WithPodLogsDir(s.logs), podsync.WithClusterDomain(clusterDomain)}, opts...)
+	opts = append([]podsync.Option{podsync.WithNode(tr.node())}, opts...)
 	syncer := podsync.NewSyncer(rt, ims, opts...)
 
 	refusals := map[string]map[string]string{}
