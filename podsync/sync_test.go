@@ -22,6 +22,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/podstart/podstart/criconfig"
 	"github.com/podstart/podstart/images"
 	"github.com/podstart/podstart/internal/wiretest"
 	"github.com/podstart/podstart/podsync"
@@ -469,5 +470,42 @@ func TestImagePullFailureInResult(t *testing.T) {
 	}
 	if want := `failed to "StartContainer" for "app" with ImagePullBackOff: "Back-off pulling image \"nosuch:1\"`; !strings.HasPrefix(r.Error().Error(), want) {
 		t.Fatalf("text %q", r.Error())
+	}
+}
+
+// A setting podstart cannot honour is refused with an error that names
+// it: the container is never created without it.
+func TestUnsupportedSettingIsRefused(t *testing.T) {
+	nonRoot := true
+	tests := []struct {
+		name  string
+		mut   func(*corev1.Pod)
+		field string
+		class error
+	}{
+		{"raw block volume", func(p *corev1.Pod) {
+			p.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "disk", DevicePath: "/dev/xvdb"}}
+		}, "volumeDevices", criconfig.ErrUnsupported},
+		{"runAsNonRoot with a root image", func(p *corev1.Pod) {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: &nonRoot}
+		}, "image will run as root", criconfig.ErrRunAsNonRoot},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, false, nil)
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-refused"},
+				Spec: corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{}, Containers: []corev1.Container{{Name: "app", Image: "nginx:1", ImagePullPolicy: corev1.PullIfNotPresent}}}}
+			tt.mut(pod)
+			res := h.sync(pod)
+			err := res.Error()
+			if !errors.Is(err, podsync.ErrCreateContainerConfig) || !errors.Is(err, tt.class) || !strings.Contains(err.Error(), tt.field) {
+				t.Fatalf("SyncPod error %v, want CreateContainerConfigError naming %q", err, tt.field)
+			}
+			for _, c := range h.fake.Calls() {
+				if _, ok := c.Request.(*runtimeapi.CreateContainerRequest); ok {
+					t.Fatal("CreateContainer was called for a refused container")
+				}
+			}
+		})
 	}
 }
