@@ -79,7 +79,9 @@ func TestOOMScoreAdj(t *testing.T) {
 		want int64
 	}{
 		{"best effort", nil, 1000},
-		{"guaranteed", func(p *corev1.Pod) { p.Spec.Containers[0].Resources = res(rl("cpu", "1", "memory", "1Gi"), rl("cpu", "1", "memory", "1Gi")) }, -997},
+		{"guaranteed", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources = res(rl("cpu", "1", "memory", "1Gi"), rl("cpu", "1", "memory", "1Gi"))
+		}, -997},
 		{"burstable 1Gi of 4Gi", func(p *corev1.Pod) { p.Spec.Containers[0].Resources = res(rl("memory", "1Gi"), nil) }, 750},
 		{"burstable without memory request", func(p *corev1.Pod) { p.Spec.Containers[0].Resources = res(rl("cpu", "10m"), nil) }, 999},
 		{"burstable asking for all memory", func(p *corev1.Pod) { p.Spec.Containers[0].Resources = res(rl("memory", "4Gi"), nil) }, 3},
