@@ -117,6 +117,16 @@ func NewManager(img runtime.ImageService, opts ...Option) *Manager {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	// Nil options keep the defaults.
+	if o.recorder == nil {
+		o.recorder = discard{}
+	}
+	if o.clock == nil {
+		o.clock = clock.RealClock{}
+	}
+	if o.handler == nil {
+		o.handler = func(*corev1.Pod) string { return "" }
+	}
 	m := &Manager{img: img, o: o, flights: map[string]*flight{}, prevErr: map[string]string{},
 		backoff: backoff.New(o.clock, o.backoffInitial, o.backoffMax, nil)}
 	switch {

@@ -135,6 +135,7 @@ func NewSyncer(rt runtime.RuntimeService, ims ImageEnsurer, opts ...Option) *Syn
 	for _, opt := range opts {
 		opt(&o)
 	}
+	o.nilDefaults()
 	if o.recorder == nil {
 		o.recorder = nopRecorder{}
 	}

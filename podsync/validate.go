@@ -1,0 +1,22 @@
+package podsync
+
+import (
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+)
+
+// nilDefaults puts the defaults back where an option set nil.
+func (o *options) nilDefaults() {
+	if o.clock == nil {
+		o.clock = clock.RealClock{}
+	}
+	if o.handler == nil {
+		o.handler = func(*corev1.Pod) string { return "" }
+	}
+	if o.httpClient == nil {
+		o.httpClient = &http.Client{Timeout: 30 * time.Second}
+	}
+}
