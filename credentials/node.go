@@ -159,7 +159,8 @@ func runHelper(helper, server string, timeout time.Duration) (*AuthConfig, error
 		if strings.Contains(err.Error(), "credentials not found") {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("%s get %s: %v", name, server, err)
+		// The helper's output is its message: pass only a redacted summary.
+		return nil, fmt.Errorf("%s get %s: %s", name, server, summarize([]byte(err.Error())))
 	}
 	a := &AuthConfig{Username: got.Username, Password: got.Secret, ServerAddress: server, Source: Source{Kind: SourceHelper, Name: helper}}
 	if got.Username == "<token>" {

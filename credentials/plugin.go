@@ -306,7 +306,7 @@ func (p *pluginProvider) exec(image, registry string) (DockerConfig, error) {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("timed out after %s", p.o.pluginTimeout)
 		}
-		return nil, fmt.Errorf("%w: error execing credential provider plugin %s for image %s: %v: %s", ErrPluginFailed, p.cfg.Name, image, err, bytes.TrimSpace(stderr.Bytes()))
+		return nil, fmt.Errorf("%w: error execing credential provider plugin %s for image %s: %v: %s", ErrPluginFailed, p.cfg.Name, image, err, summarize(stderr.Bytes()))
 	}
 	resp, err := p.decode(stdout.Bytes())
 	if err != nil {
