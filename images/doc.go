@@ -15,6 +15,9 @@
 //     (credentials.MakeKeyring), looked up by the normalised repository;
 //     every matching credential is tried in order until one works; the
 //     errors are aggregated with kubelet's text and never quote a secret.
+//     A malformed pull secret is an *Error (ErrImagePull, matching
+//     credentials.ErrMalformedSecret) with a Failed event, and no back-off
+//     (kubelet returns the bare error).
 //     Pod annotations and the runtime handler go into the CRI image spec.
 //   - Back-off per "<podUID>_<image as written>": 10 s doubling to 300 s.
 //     While in back-off the answer is ErrImagePullBackOff, with the last

@@ -221,7 +221,11 @@ func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, contai
 	// Keyrings look up the normalised repository, not the user's string.
 	keyring, err := credentials.MakeKeyring(pullSecrets, m.o.node, m.o.credOpts...)
 	if err != nil {
-		return "", err.Error(), err
+		// A malformed pull secret: the error names the secret, never its
+		// content. Not a pull, so no back-off.
+		msg := err.Error()
+		m.o.recorder.Eventf(ref, corev1.EventTypeWarning, EventFailed, "Failed to pull image %q: %s", requested, msg)
+		return "", msg, &Error{Reason: ErrImagePull, Err: err}
 	}
 	creds, _ := keyring.Lookup(repo)
 
