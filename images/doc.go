@@ -22,6 +22,10 @@
 //   - Back-off per "<podUID>_<image as written>": 10 s doubling to 300 s.
 //     While in back-off the answer is ErrImagePullBackOff, with the last
 //     error in the message, and the runtime is not called.
+//     A caller whose context is cancelled (not timed out) while it waits
+//     for a pull starts no back-off, and a pull left with no waiter is
+//     unregistered at once, so a live caller never inherits another's
+//     cancellation.
 //   - Errors and events: Pulling then Pulled or Failed; BackOff; texts and
 //     sentinels as kubelet's (ErrImagePull, ErrRegistryUnavailable,
 //     ErrSignatureValidationFailed …). Every error is an *Error whose text

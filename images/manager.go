@@ -251,6 +251,12 @@ func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, contai
 	total := m.o.clock.Since(now)
 	if res.err != nil {
 		m.o.recorder.Eventf(ref, corev1.EventTypeWarning, EventFailed, "Failed to pull image %q: %v", requested, res.err)
+		if res.cancelled {
+			// The caller gave up: the pull did not fail, so no back-off
+			// (which would hold back the pod's next, live, caller).
+			msg, reason := classifyPullError(requested, res.err)
+			return "", msg, &Error{Reason: reason, Err: res.err}
+		}
 		m.backoff.Next(key, m.o.clock.Now())
 		msg, reason := classifyPullError(requested, res.err)
 		m.mu.Lock()
