@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/podstart/podstart/runtime/fake"
 )
@@ -139,5 +141,31 @@ func TestThousandCallersWithCancellations(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPullBackOffCollected: the back-off and last error of pods whose
+// pulls failed long ago are dropped as later pulls fail, not only after a
+// success.
+func TestPullBackOffCollected(t *testing.T) {
+	t.Parallel()
+	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
+	rt := fake.New(fake.WithRegistryImages())
+	m := NewManager(rt, WithClock(clk))
+	defer m.Close()
+	for i := 0; i < 100; i++ {
+		if _, err := ensure(m, "missing", fmt.Sprint(i)); err == nil {
+			t.Fatal("pull of a missing image succeeded")
+		}
+	}
+	clk.Step(2*DefaultBackOffMax + time.Second)
+	ensure(m, "missing", "fresh")
+	for i := 0; i < 100; i++ {
+		if st, ok := m.BackOff(typesUID(fmt.Sprint(i)), "missing"); ok {
+			t.Fatalf("pod %d still has a back-off: %+v", i, st)
+		}
+	}
+	if n := m.prevErrs(); n != 1 {
+		t.Fatalf("%d last errors kept, want 1", n)
 	}
 }

@@ -20,6 +20,9 @@
 //     (kubelet returns the bare error).
 //     Pod annotations and the runtime handler go into the CRI image spec.
 //   - Back-off per "<podUID>_<image as written>": 10 s doubling to 300 s.
+//     Entries not updated for twice the maximum are collected after a
+//     success (as kubelet) and also, at most once per maximum, after a
+//     failure (kubelet never collects then).
 //     While in back-off the answer is ErrImagePullBackOff, with the last
 //     error in the message, and the runtime is not called.
 //     A caller whose context is cancelled (not timed out) while it waits

@@ -257,11 +257,14 @@ func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, contai
 			msg, reason := classifyPullError(requested, res.err)
 			return "", msg, &Error{Reason: reason, Err: res.err}
 		}
-		m.backoff.Next(key, m.o.clock.Now())
+		collected := m.backoff.Next(key, m.o.clock.Now())
 		msg, reason := classifyPullError(requested, res.err)
 		m.mu.Lock()
 		m.prevErr[key] = reason.Error() + ": " + msg
 		m.mu.Unlock()
+		if collected {
+			m.gcPrevErr()
+		}
 		return "", msg, &Error{Reason: reason, Err: res.err}
 	}
 	m.o.recorder.Eventf(ref, corev1.EventTypeNormal, EventPulled, "Successfully pulled image %q in %v (%v including waiting). Image size: %v bytes.",
@@ -296,6 +299,11 @@ func classifyPullError(requested string, err error) (msg string, reason error) {
 
 func (m *Manager) gcBackOff() {
 	m.backoff.GC()
+	m.gcPrevErr()
+}
+
+// gcPrevErr drops the last errors of keys the back-off forgot.
+func (m *Manager) gcPrevErr() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for key := range m.prevErr {
