@@ -2,10 +2,16 @@ package podsync_test
 
 import (
 	"context"
+	"errors"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/podstart/podstart/images"
+	"github.com/podstart/podstart/mounts"
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/runtime/fake"
 )
@@ -25,4 +31,59 @@ func TestNilOptionsFallBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.SyncPod(context.Background(), pod, st, nil)
+}
+
+// TestSyncPodRefusesEscapingNames: a pod whose UID, namespace, name,
+// container or volume name would put host paths outside the root dir is
+// refused before anything is created, with an error matching
+// mounts.ErrInvalidName.
+func TestSyncPodRefusesEscapingNames(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(p *corev1.Pod)
+	}{
+		{name: "uid dotdot", mutate: func(p *corev1.Pod) { p.UID = ".." }},
+		{name: "uid slash", mutate: func(p *corev1.Pod) { p.UID = "../../../tmp" }},
+		{name: "namespace dotdot", mutate: func(p *corev1.Pod) { p.Namespace = ".." }},
+		{name: "container dotdot", mutate: func(p *corev1.Pod) { p.Spec.Containers[0].Name = "../../x" }},
+		{name: "volume dotdot", mutate: func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "..", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, false, []fake.Option{fake.WithRegistryImages("busybox:1.35", "envoy:1", "nginx:1")})
+			pod := demoPod()
+			tt.mutate(pod)
+			r := h.syncer.SyncPod(context.Background(), pod, &podsync.PodStatus{}, nil)
+			if err := r.Error(); !errors.Is(err, mounts.ErrInvalidName) {
+				t.Fatalf("err = %v, want mounts.ErrInvalidName", err)
+			}
+			if n := h.fake.CallCount("RunPodSandbox"); n != 0 {
+				t.Fatalf("%d sandboxes created", n)
+			}
+			if entries, _ := os.ReadDir(filepath.Dir(h.root)); len(entries) != 1 {
+				t.Fatalf("files beside the root: %v", entries)
+			}
+		})
+	}
+}
+
+// TestEmptyHostPathRefused: a hostPath volume with an empty path is
+// refused ("path is empty") instead of mounting "" or creating
+// directories in the working directory.
+func TestEmptyHostPathRefused(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, typ := range []corev1.HostPathType{corev1.HostPathUnset, corev1.HostPathDirectoryOrCreate, corev1.HostPathFileOrCreate} {
+		pod := demoPod()
+		pod.Spec.Volumes = []corev1.Volume{{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "", Type: &typ}}}}
+		_, err := podsync.DefaultVolumes{RootDir: dir}.Volumes(context.Background(), pod)
+		if err == nil || !strings.Contains(err.Error(), "path is empty") {
+			t.Fatalf("type %q: err = %v", typ, err)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("created %v", entries)
+	}
 }

@@ -265,6 +265,10 @@ func (s *Syncer) traced(name, container string, f func() error) error {
 // converges the pod.
 func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus, pullSecrets []corev1.Secret) Result {
 	var result Result
+	if err := validatePod(pod); err != nil {
+		result.SyncError = err
+		return result
+	}
 	log := logr.FromContextOrDiscard(ctx).WithValues("pod", pod.Namespace+"/"+pod.Name)
 	if status == nil {
 		status = &PodStatus{}

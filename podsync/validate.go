@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/podstart/podstart/mounts"
 )
 
 // nilDefaults puts the defaults back where an option set nil.
@@ -20,3 +22,7 @@ func (o *options) nilDefaults() {
 		o.httpClient = &http.Client{Timeout: 30 * time.Second}
 	}
 }
+
+// validatePod refuses a pod whose names would take host paths outside the
+// root or log dirs; SyncPod calls it before anything else.
+func validatePod(pod *corev1.Pod) error { return mounts.ValidatePodNames(pod) }
