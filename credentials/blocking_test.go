@@ -99,3 +99,100 @@ echo '{"ServerURL":"x","Username":"u-'"$server"'","Secret":"s"}'
 		t.Fatalf("slow: %v", slow)
 	}
 }
+
+// starred returns word with 0, 1 or 2 stars inserted at each position.
+func starred(word string) []string {
+	out := []string{""}
+	for i := 0; i <= len(word); i++ {
+		var next []string
+		for _, p := range out {
+			for stars := 0; stars < 3; stars++ {
+				q := p + strings.Repeat("*", stars)
+				if i < len(word) {
+					q += word[i : i+1]
+				}
+				next = append(next, q)
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+// allMatchingConfig has n keys that all match "registry.io/app", built to
+// be the worst case for an insertion sort: half are "*…registry….io" (a
+// glob first label, a literal "io": visited first, sorted last), half
+// "registry-ish.i*o" (a glob last label: visited last, sorted first).
+func allMatchingConfig(n int) DockerConfig {
+	var first, last []string
+	for _, v := range starred("registry") {
+		if strings.HasPrefix(v, "*") {
+			first = append(first, v+".io")
+		} else {
+			for _, w := range starred("io") {
+				if w != "io" {
+					last = append(last, v+"."+w)
+				}
+			}
+		}
+	}
+	cfg := DockerConfig{}
+	for i := 0; len(cfg) < n; i++ {
+		for _, k := range []string{first[i%len(first)], last[i%len(last)]} {
+			if len(cfg) < n {
+				cfg[k] = DockerConfigEntry{Username: k}
+			}
+		}
+	}
+	return cfg
+}
+
+// TestManyMatchingKeys: 26,000 keys that all match one image are all
+// returned, in kubelet's order (the oracle's), and a lookup costs about
+// linearly more than with 1,000 such keys (26×; quadratic would be 676×:
+// the test allows 120×, best of 3 runs each).
+func TestManyMatchingKeys(t *testing.T) {
+	best := func(k *BasicKeyring) time.Duration {
+		var min time.Duration
+		for i := 0; i < 3; i++ {
+			start := time.Now()
+			k.Lookup("registry.io/app")
+			if d := time.Since(start); i == 0 || d < min {
+				min = d
+			}
+		}
+		return min
+	}
+	var small BasicKeyring
+	small.Add(allMatchingConfig(1_000))
+	cfg := allMatchingConfig(26_000)
+	var k BasicKeyring
+	k.Add(cfg)
+	var o oracleKeyring
+	o.add(cfg)
+	got, _ := k.Lookup("registry.io/app")
+	want, _ := o.lookup("registry.io/app")
+	if len(got) != 26_000 || strings.Join(users(got), ",") != strings.Join(users(want), ",") {
+		t.Fatalf("%d results, oracle %d, or a different order", len(got), len(want))
+	}
+	s, l := best(&small), best(&k)
+	t.Logf("one lookup: %s with 1,000 matches, %s with 26,000", s, l)
+	if l > 120*s {
+		t.Fatalf("26,000 matches cost %.0f× 1,000 matches: not linear", float64(l)/float64(s))
+	}
+}
+
+func BenchmarkLookupAllMatching(b *testing.B) {
+	for _, n := range []int{1_000, 26_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			var k BasicKeyring
+			k.Add(allMatchingConfig(n))
+			b.ReportAllocs()
+			for b.Loop() {
+				if got, _ := k.Lookup("registry.io/app"); len(got) != n {
+					b.Fatal(len(got))
+				}
+			}
+		})
+	}
+}
