@@ -13,7 +13,10 @@
 //     unknown policy pulls.
 //   - Credentials: the pod's pull secrets, then the node keyring
 //     (credentials.MakeKeyring), looked up by the normalised repository;
-//     every matching credential is tried in order until one works; the
+//     every matching credential is tried in order until one works (at
+//     most DefaultMaxPullAttempts per pull, WithMaxPullAttempts; kubelet
+//     tries them all, which a large pull secret turns into thousands of
+//     attempts holding the pull slot); the
 //     errors are aggregated with kubelet's text and never quote a secret.
 //     A malformed pull secret is an *Error (ErrImagePull, matching
 //     credentials.ErrMalformedSecret) with a Failed event, and no back-off

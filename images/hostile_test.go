@@ -141,3 +141,51 @@ func TestLeakScanPulls(t *testing.T) {
 		t.Fatalf("scan saw %d log lines and %d events: too few to prove anything", logs, len(rec.events))
 	}
 }
+
+// TestPullAttemptsBounded: a pull secret with 100 matching keys makes at
+// most DefaultMaxPullAttempts runtime pulls per pull (kubelet: 100), and
+// WithMaxPullAttempts changes the bound.
+func TestPullAttemptsBounded(t *testing.T) {
+	keys := map[string]bool{}
+	var entries []string
+	for i := 0; len(entries) < 100; i++ {
+		var key string
+		switch i % 3 {
+		case 0:
+			key = fmt.Sprintf("r%seg.io", strings.Repeat("*", i/3+1))
+		case 1:
+			key = fmt.Sprintf("re%sg.io", strings.Repeat("*", i/3+1))
+		case 2:
+			key = fmt.Sprintf("reg%s.io", strings.Repeat("*", i/3+1))
+		}
+		if !keys[key] {
+			keys[key] = true
+			entries = append(entries, fmt.Sprintf(`%q:{"username":"u%d","password":"wrong"}`, key, i))
+		}
+	}
+	secret := pullSecret("many", `{"auths":{`+strings.Join(entries, ",")+`}}`)
+	tests := []struct {
+		name string
+		opts []Option
+		want int
+	}{
+		{name: "default", want: DefaultMaxPullAttempts},
+		{name: "option", opts: []Option{WithMaxPullAttempts(3)}, want: 3},
+		{name: "unlimited", opts: []Option{WithMaxPullAttempts(-1)}, want: 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rt := fake.New(fake.WithRegistryImages("reg.io/app:1"), fake.WithRegistryAuth("reg.io", "u", "right"))
+			m := NewManager(rt, tt.opts...)
+			defer m.Close()
+			pod, c := testPod("reg.io/app:1", corev1.PullAlways)
+			_, _, err := m.EnsureImageExists(context.Background(), pod, c, []corev1.Secret{secret}, nil)
+			if !errors.Is(err, ErrImagePull) {
+				t.Fatalf("err = %v", err)
+			}
+			if n := rt.CallCount("PullImage"); n != tt.want {
+				t.Fatalf("%d runtime pulls, want %d", n, tt.want)
+			}
+		})
+	}
+}

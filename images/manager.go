@@ -45,6 +45,7 @@ type options struct {
 	handler        func(*corev1.Pod) string
 	progress       func(image string, p runtime.PullProgress)
 	stall          time.Duration
+	maxAttempts    int
 }
 
 // WithRecorder sets where events go (default: nowhere).
@@ -92,6 +93,17 @@ func WithProgress(f func(image string, p runtime.PullProgress)) Option {
 // ErrPullStalled; it needs a runtime that reports progress.
 func WithStallTimeout(d time.Duration) Option { return func(o *options) { o.stall = d } }
 
+// DefaultMaxPullAttempts bounds the credentials one pull tries. Kubelet
+// tries every matching credential in turn, so a large pull secret (1 MiB
+// can hold thousands of matching keys) holds the serial pull slot for
+// thousands of registry round trips; podstart stops after this many and
+// says so in the error.
+const DefaultMaxPullAttempts = 16
+
+// WithMaxPullAttempts sets how many credentials one pull tries at most
+// (default DefaultMaxPullAttempts); n < 0 tries them all, as kubelet.
+func WithMaxPullAttempts(n int) Option { return func(o *options) { o.maxAttempts = n } }
+
 // Manager is kubelet's image manager: EnsureImageExists with pull policy,
 // back-off, serial or parallel pullers, and one runtime pull shared by
 // concurrent callers with the same credentials. Close it to stop pulls in
@@ -113,7 +125,7 @@ type Manager struct {
 func NewManager(img runtime.ImageService, opts ...Option) *Manager {
 	o := options{recorder: discard{}, clock: clock.RealClock{}, serial: true,
 		backoffInitial: DefaultBackOffInitial, backoffMax: DefaultBackOffMax,
-		handler: func(*corev1.Pod) string { return "" }}
+		handler: func(*corev1.Pod) string { return "" }, maxAttempts: DefaultMaxPullAttempts}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -126,6 +138,9 @@ func NewManager(img runtime.ImageService, opts ...Option) *Manager {
 	}
 	if o.handler == nil {
 		o.handler = func(*corev1.Pod) string { return "" }
+	}
+	if o.maxAttempts == 0 {
+		o.maxAttempts = DefaultMaxPullAttempts
 	}
 	m := &Manager{img: img, o: o, flights: map[string]*flight{}, prevErr: map[string]string{},
 		backoff: backoff.New(o.clock, o.backoffInitial, o.backoffMax, nil)}

@@ -114,6 +114,10 @@ func (m *Manager) pullCreds(ctx context.Context, spec *runtimeapi.ImageSpec, cre
 		return m.pullOnce(ctx, spec, nil, sandbox)
 	}
 	var errs aggregate
+	skipped := 0
+	if max := m.o.maxAttempts; max > 0 && len(creds) > max {
+		creds, skipped = creds[:max], len(creds)-max
+	}
 	for _, c := range creds {
 		auth := &runtimeapi.AuthConfig{Username: c.Username, Password: c.Password, Auth: c.Auth,
 			ServerAddress: c.ServerAddress, IdentityToken: c.IdentityToken, RegistryToken: c.RegistryToken}
@@ -125,6 +129,9 @@ func (m *Manager) pullCreds(ctx context.Context, spec *runtimeapi.ImageSpec, cre
 		if ctx.Err() != nil {
 			break
 		}
+	}
+	if skipped > 0 && ctx.Err() == nil {
+		errs = append(errs, fmt.Errorf("%d more credentials not tried: at most %d attempts per pull", skipped, m.o.maxAttempts))
 	}
 	if len(errs) == 1 {
 		return "", errs[0]
