@@ -87,3 +87,51 @@ func TestEmptyHostPathRefused(t *testing.T) {
 		t.Fatalf("created %v", entries)
 	}
 }
+
+// TestSyncPodStatusReadOnly: SyncPod leaves the *PodStatus it is given as
+// it was, even when it purges init containers before re-creating the
+// sandbox, so callers may share it (run with -race: a reader runs
+// concurrently).
+func TestSyncPodStatusReadOnly(t *testing.T) {
+	h := newHarness(t, false, []fake.Option{fake.WithRegistryImages("busybox:1.35", "envoy:1", "nginx:1"), fake.WithStartFunc(exitInits(nil))})
+	pod := demoPod()
+	h.converge(pod, 10)
+	st, err := h.syncer.Status(context.Background(), pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.fake.StopPodSandbox(context.Background(), st.SandboxStatuses[0].Id); err != nil {
+		t.Fatal(err)
+	}
+	st, err = h.syncer.Status(context.Background(), pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(st.ContainerStatuses)
+	names := func() []string {
+		var out []string
+		for _, cs := range st.ContainerStatuses {
+			out = append(out, cs.Name)
+		}
+		return out
+	}
+	want := strings.Join(names(), ",")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 100; i++ {
+			_ = names()
+		}
+	}()
+	r := h.syncer.SyncPod(context.Background(), pod, st, nil)
+	<-done
+	if r.Error() != nil {
+		t.Logf("sync: %v", r.Error())
+	}
+	if n := h.fake.CallCount("RemoveContainer"); n == 0 {
+		t.Fatal("no init container purged: the test did not reach the purge")
+	}
+	if len(st.ContainerStatuses) != before || strings.Join(names(), ",") != want {
+		t.Fatalf("SyncPod changed the caller's status: %v, was %s", names(), want)
+	}
+}

@@ -270,9 +270,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 		return result
 	}
 	log := logr.FromContextOrDiscard(ctx).WithValues("pod", pod.Namespace+"/"+pod.Name)
-	if status == nil {
-		status = &PodStatus{}
-	}
+	status = readOnly(status)
 	actions := ComputePodActions(pod, status, s.o.probes)
 	log.V(3).Info("Computed pod actions", "actions", actions.String())
 	podRef := images.ContainerRef(pod, nil)

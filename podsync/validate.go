@@ -26,3 +26,14 @@ func (o *options) nilDefaults() {
 // validatePod refuses a pod whose names would take host paths outside the
 // root or log dirs; SyncPod calls it before anything else.
 func validatePod(pod *corev1.Pod) error { return mounts.ValidatePodNames(pod) }
+
+// readOnly returns a shallow copy of the caller's status that SyncPod may
+// change (the init-container purge drops entries) without writing to the
+// caller's value, which others may share. Entries are not modified.
+func readOnly(status *PodStatus) *PodStatus {
+	if status == nil {
+		return &PodStatus{}
+	}
+	cp := *status
+	return &cp
+}
