@@ -2,13 +2,20 @@ package podsync_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podstart/podstart/images"
 	"github.com/podstart/podstart/mounts"
@@ -133,5 +140,57 @@ func TestSyncPodStatusReadOnly(t *testing.T) {
 	}
 	if len(st.ContainerStatuses) != before || strings.Join(names(), ",") != want {
 		t.Fatalf("SyncPod changed the caller's status: %v, was %s", names(), want)
+	}
+}
+
+// TestLeakScanSyncPod: a SyncPod whose pulls fail with a pull secret that
+// holds a known password logs (logr at V(10)), records events and returns
+// errors with the password in no encoding.
+func TestLeakScanSyncPod(t *testing.T) {
+	const user, pass = "leakuser", "Hunter2-Pa55word-xyzzy"
+	up := user + ":" + pass
+	forms := []string{pass, base64.StdEncoding.EncodeToString([]byte(up)), base64.RawStdEncoding.EncodeToString([]byte(up)),
+		base64.StdEncoding.EncodeToString([]byte(pass)), hex.EncodeToString([]byte(pass)), hex.EncodeToString([]byte(up))}
+	var mu sync.Mutex
+	var texts []string
+	add := func(s string) { mu.Lock(); texts = append(texts, s); mu.Unlock() }
+	ctx := logr.NewContext(context.Background(), funcr.New(func(prefix, args string) { add(prefix + " " + args) }, funcr.Options{Verbosity: 10}))
+	h := newHarness(t, false, []fake.Option{fake.WithRegistryImages("reg.io/app:1"), fake.WithRegistryAuth("reg.io", user, "the-right-one")})
+	pod := demoPod()
+	pod.Spec.InitContainers = nil
+	pod.Spec.Containers = []corev1.Container{{Name: "app", Image: "reg.io/app:1"}}
+	good := corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "pull"}, Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"reg.io":{"auth":"` + base64.StdEncoding.EncodeToString([]byte(up)) + `"}}}`)}}
+	bad := corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "bad"}, Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"reg.io":{"password":` + pass + `}}}`)}}
+	for _, secrets := range [][]corev1.Secret{{good}, {good}, {bad}} {
+		st, err := h.syncer.Status(ctx, pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := h.syncer.SyncPod(ctx, pod, st, secrets)
+		if r.Error() == nil {
+			t.Fatal("sync succeeded with a wrong password")
+		}
+		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%x", "%d"} {
+			add(fmt.Sprintf(verb, r.Error()))
+			add(fmt.Sprintf(verb, r))
+		}
+	}
+	h.ev.mu.Lock()
+	texts = append(texts, h.ev.list...)
+	events := len(h.ev.list)
+	h.ev.mu.Unlock()
+	mu.Lock()
+	defer mu.Unlock()
+	if events == 0 {
+		t.Fatal("no events captured")
+	}
+	for _, s := range texts {
+		for _, f := range forms {
+			if strings.Contains(s, f) {
+				t.Errorf("leak of %q in %s", f, s)
+			}
+		}
 	}
 }
