@@ -298,13 +298,14 @@ func readNodeConfig(rootDir string) (*ConfigFile, string, error) {
 }
 
 // readCandidate reads dir/name, made absolute, refusing anything that is
-// not a regular file or is larger than MaxConfigSize.
+// not a regular file or is larger than MaxConfigSize. The open does not
+// block, so a FIFO is refused rather than waited on.
 func readCandidate(dir, name string) ([]byte, string, error) {
 	path, err := filepath.Abs(filepath.Join(dir, name))
 	if err != nil {
 		return nil, filepath.Join(dir, name), err
 	}
-	f, err := os.Open(path)
+	f, err := openNonBlocking(path)
 	if err != nil {
 		return nil, path, err
 	}

@@ -1,9 +1,17 @@
 package credentials
 
 import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeletconfig "k8s.io/kubelet/config/v1"
 )
 
 // FuzzParseConfig: any input parses or fails with ErrMalformedConfig,
@@ -51,5 +59,45 @@ func FuzzLookup(f *testing.F) {
 		if gf != wf || !reflect.DeepEqual(users(got), users(want)) {
 			t.Fatalf("key %q image %q: index %v, oracle %v", key, image, users(got), users(want))
 		}
+	})
+}
+
+// FuzzPluginConfig: any document either fails ParsePluginConfig or passes
+// NewPluginKeyring's validation; a config built field by field never makes
+// NewPluginKeyring panic, and one it accepts has every field a lookup
+// needs (no later panic) and no binary outside binDir.
+func FuzzPluginConfig(f *testing.F) {
+	f.Add([]byte("apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n  - {name: p, matchImages: [\"*.io\"], defaultCacheDuration: 1m, apiVersion: credentialprovider.kubelet.k8s.io/v1}\n"),
+		"p", "credentialprovider.kubelet.k8s.io/v1", "*.io", true)
+	f.Add([]byte("{}"), "../p", "", "[", false)
+	f.Add([]byte("providers: [{name: ..}]"), "..", "credentialprovider.kubelet.k8s.io/v1beta1", "reg.io:5000/x", true)
+	f.Fuzz(func(t *testing.T, doc []byte, name, apiVersion, match string, withDuration bool) {
+		bin := t.TempDir()
+		if err := os.WriteFile(filepath.Join(bin, "p"), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		check := func(cfg *kubeletconfig.CredentialProviderConfig) {
+			k, err := NewPluginKeyring(cfg, bin)
+			if err != nil {
+				if !errors.Is(err, ErrPluginConfig) {
+					t.Fatalf("error %v is not ErrPluginConfig", err)
+				}
+				return
+			}
+			for _, p := range k.providers {
+				if p.cfg.DefaultCacheDuration == nil || filepath.Dir(p.path) != filepath.Clean(bin) {
+					t.Fatalf("accepted provider %+v at %s", p.cfg, p.path)
+				}
+			}
+			_ = fmt.Sprintf("%v %+v %#v", k, k, k)
+		}
+		if cfg, err := ParsePluginConfig(doc); err == nil {
+			check(cfg)
+		}
+		p := kubeletconfig.CredentialProvider{Name: name, APIVersion: apiVersion, MatchImages: []string{match}}
+		if withDuration {
+			p.DefaultCacheDuration = &metav1.Duration{Duration: time.Minute}
+		}
+		check(&kubeletconfig.CredentialProviderConfig{Providers: []kubeletconfig.CredentialProvider{p}})
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -233,14 +234,13 @@ func (idx *index) lookup(image string) ([]AuthConfig, bool) {
 		}
 		return nil, false
 	}
-	// Few keys match one image: insertion sort by rank.
+	// Order by rank: O(m log m) in the m matches, however many there are
+	// and in whatever order the buckets gave them.
 	total := 0
 	for i := range matched {
 		total += len(matched[i].creds)
-		for j := i; j > 0 && matched[j].rank < matched[j-1].rank; j-- {
-			matched[j], matched[j-1] = matched[j-1], matched[j]
-		}
 	}
+	slices.SortFunc(matched, func(a, b *entry) int { return a.rank - b.rank })
 	out := make([]AuthConfig, 0, total)
 	for _, e := range matched {
 		out = append(out, e.creds...)

@@ -12,6 +12,7 @@ import (
 
 	clicreds "github.com/docker/cli/cli/config/credentials"
 	helperclient "github.com/docker/docker-credential-helpers/client"
+	"golang.org/x/sync/singleflight"
 )
 
 // NodeKeyring is kubelet's node keyring: the docker config found by
@@ -29,6 +30,7 @@ type NodeKeyring struct {
 	path    string
 	readErr error
 	helped  map[string]helperResult // registry host → helper answer
+	group   singleflight.Group      // helper runs, by registry host
 }
 
 type helperResult struct {
@@ -44,15 +46,21 @@ func NewNodeKeyring(rootDir string, opts ...Option) *NodeKeyring {
 	return &NodeKeyring{rootDir: rootDir, o: newOptions(opts)}
 }
 
-// Lookup implements Keyring.
+// Lookup implements Keyring. A credential helper runs outside the
+// keyring's lock, bounded by its timeout; concurrent lookups of one
+// registry share one run.
 func (n *NodeKeyring) Lookup(image string) ([]AuthConfig, bool) {
 	n.mu.Lock()
 	ring, file := n.refresh()
 	var helped *AuthConfig
+	var ask func() *AuthConfig
 	if n.o.helpers && file != nil {
-		helped = n.helperCredential(file, image)
+		helped, ask = n.helperCredential(file, image)
 	}
 	n.mu.Unlock()
+	if ask != nil {
+		helped = ask()
+	}
 	creds, _ := ring.Lookup(image)
 	if helped != nil {
 		// Docker's precedence: a helper's answer first; file entries that
@@ -116,12 +124,14 @@ func registryHost(image string) (host, server string) {
 	return first, first
 }
 
-// helperCredential asks the configured helper for the image's registry,
-// once per cache lifetime. Callers hold mu.
-func (n *NodeKeyring) helperCredential(cf *ConfigFile, image string) *AuthConfig {
+// helperCredential returns the cached helper answer for the image's
+// registry, or a function that asks the helper (once per cache lifetime,
+// shared by concurrent callers) and is to be called without mu. Callers
+// hold mu.
+func (n *NodeKeyring) helperCredential(cf *ConfigFile, image string) (*AuthConfig, func() *AuthConfig) {
 	host, server := registryHost(image)
 	if r, ok := n.helped[host]; ok {
-		return r.cred
+		return r.cred, nil
 	}
 	helper := cf.CredsStore
 	for key, h := range cf.CredHelpers {
@@ -129,17 +139,30 @@ func (n *NodeKeyring) helperCredential(cf *ConfigFile, image string) *AuthConfig
 			helper = h
 		}
 	}
-	var cred *AuthConfig
-	if helper != "" {
-		c, err := runHelper(helper, server, n.o.helperTimeout)
-		if err != nil {
-			n.o.onError("credential helper "+helper, err)
-		} else if c != nil {
-			cred = c
-		}
+	if helper == "" {
+		n.helped[host] = helperResult{}
+		return nil, nil
 	}
-	n.helped[host] = helperResult{cred: cred}
-	return cred
+	helped := n.helped // this cache generation
+	return nil, func() *AuthConfig {
+		v, _, _ := n.group.Do(host, func() (any, error) {
+			n.mu.Lock()
+			r, ok := helped[host]
+			n.mu.Unlock()
+			if ok {
+				return r.cred, nil
+			}
+			cred, err := runHelper(helper, server, n.o.helperTimeout)
+			if err != nil {
+				n.o.onError("credential helper "+helper, err)
+			}
+			n.mu.Lock()
+			helped[host] = helperResult{cred: cred}
+			n.mu.Unlock()
+			return cred, nil
+		})
+		return v.(*AuthConfig)
+	}
 }
 
 // runHelper speaks docker's credential helper protocol through
@@ -159,7 +182,8 @@ func runHelper(helper, server string, timeout time.Duration) (*AuthConfig, error
 		if strings.Contains(err.Error(), "credentials not found") {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("%s get %s: %v", name, server, err)
+		// The helper's output is its message: pass only a redacted summary.
+		return nil, fmt.Errorf("%s get %s: %s", name, server, summarize([]byte(err.Error())))
 	}
 	a := &AuthConfig{Username: got.Username, Password: got.Secret, ServerAddress: server, Source: Source{Kind: SourceHelper, Name: helper}}
 	if got.Username == "<token>" {

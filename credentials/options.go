@@ -38,7 +38,14 @@ func newOptions(opts []Option) options {
 }
 
 // WithClock sets the clock for cache expiry.
-func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
+// A nil clock keeps the real clock.
+func WithClock(c clock.Clock) Option {
+	return func(o *options) {
+		if c != nil {
+			o.clock = c
+		}
+	}
+}
 
 // WithCacheLifetime sets how long the node keyring keeps a read config.
 func WithCacheLifetime(d time.Duration) Option { return func(o *options) { o.lifetime = d } }
@@ -60,7 +67,12 @@ func WithPluginTimeout(d time.Duration) Option { return func(o *options) { o.plu
 
 // WithErrorHandler receives the errors that a lookup cannot return (an
 // unreadable node file, a failing helper or plugin), with the source's
-// name. Messages never contain credentials.
+// name. Messages never contain credentials. A nil handler keeps the
+// default, which drops them.
 func WithErrorHandler(f func(source string, err error)) Option {
-	return func(o *options) { o.onError = f }
+	return func(o *options) {
+		if f != nil {
+			o.onError = f
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletconfig "k8s.io/kubelet/config/v1"
 	cpv1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1"
 	kjson "sigs.k8s.io/json"
@@ -124,52 +126,61 @@ func ParsePluginConfig(data []byte) (*kubeletconfig.CredentialProviderConfig, er
 	return &cfg, nil
 }
 
+// validatePluginConfig checks a config as kubelet's
+// validateCredentialProviderConfig does, with its messages; an empty name
+// and tokenAttributes (service-account token mode) are refused too.
 func validatePluginConfig(cfg *kubeletconfig.CredentialProviderConfig) error {
-	var errs []error
+	var errs field.ErrorList
 	if len(cfg.Providers) == 0 {
-		errs = append(errs, errors.New("providers: Required value: at least 1 item in plugins is required"))
+		errs = append(errs, field.Required(field.NewPath("providers"), "at least 1 item in plugins is required"))
 	}
+	fp := field.NewPath("providers")
 	names := map[string]bool{}
 	for _, p := range cfg.Providers {
-		switch {
-		case p.Name == "":
-			errs = append(errs, errors.New("providers.name: Required value: name is required"))
-		case strings.Contains(p.Name, "/"):
-			errs = append(errs, fmt.Errorf("providers.name: Invalid value: %q: provider name cannot contain '/'", p.Name))
-		case strings.Contains(p.Name, " "):
-			errs = append(errs, fmt.Errorf("providers.name: Invalid value: %q: provider name cannot contain spaces", p.Name))
-		case p.Name == "." || p.Name == "..":
-			errs = append(errs, fmt.Errorf("providers.name: Invalid value: %q: provider name cannot be '.' or '..'", p.Name))
-		case names[p.Name]:
-			errs = append(errs, fmt.Errorf("providers.name: Duplicate value: %q", p.Name))
+		name := fp.Child("name")
+		if p.Name == "" {
+			errs = append(errs, field.Required(name, "name is required"))
+		}
+		if strings.Contains(p.Name, "/") {
+			errs = append(errs, field.Invalid(name, p.Name, "provider name cannot contain '/'"))
+		}
+		if strings.Contains(p.Name, " ") {
+			errs = append(errs, field.Invalid(name, p.Name, "provider name cannot contain spaces"))
+		}
+		if p.Name == "." {
+			errs = append(errs, field.Invalid(name, p.Name, "provider name cannot be '.'"))
+		}
+		if p.Name == ".." {
+			errs = append(errs, field.Invalid(name, p.Name, "provider name cannot be '..'"))
+		}
+		if names[p.Name] {
+			errs = append(errs, field.Duplicate(name, p.Name))
 		}
 		names[p.Name] = true
+		if p.APIVersion == "" {
+			errs = append(errs, field.Required(fp.Child("apiVersion"), ""))
+		} else if !slices.Contains(pluginAPIVersions, p.APIVersion) {
+			errs = append(errs, field.NotSupported(fp.Child("apiVersion"), p.APIVersion, pluginAPIVersions))
+		}
 		if len(p.MatchImages) == 0 {
-			errs = append(errs, errors.New("providers.matchImages: Required value: at least 1 item in matchImages is required"))
+			errs = append(errs, field.Required(fp.Child("matchImages"), "at least 1 item in matchImages is required"))
 		}
 		for _, m := range p.MatchImages {
 			if _, _, _, ok := parseSlow(m); !ok {
 				_, err := parseURLError(m)
-				errs = append(errs, fmt.Errorf("providers.matchImages: Invalid value: %q: match image is invalid: %v", m, err))
+				errs = append(errs, field.Invalid(fp.Child("matchImages"), m, fmt.Sprintf("match image is invalid: %v", err)))
 			}
 		}
 		if p.DefaultCacheDuration == nil {
-			errs = append(errs, errors.New("providers.defaultCacheDuration: Required value: defaultCacheDuration is required"))
+			errs = append(errs, field.Required(fp.Child("defaultCacheDuration"), ""))
 		} else if p.DefaultCacheDuration.Duration < 0 {
-			errs = append(errs, fmt.Errorf("providers.defaultCacheDuration: Invalid value: %q: must be greater than or equal to 0", p.DefaultCacheDuration.Duration))
-		}
-		supported := false
-		for _, v := range pluginAPIVersions {
-			supported = supported || p.APIVersion == v
-		}
-		if !supported {
-			errs = append(errs, fmt.Errorf("providers.apiVersion: Unsupported value: %q: supported values: %q, %q, %q", p.APIVersion, pluginAPIVersions[0], pluginAPIVersions[1], pluginAPIVersions[2]))
+			errs = append(errs, field.Invalid(fp.Child("defaultCacheDuration"), p.DefaultCacheDuration.Duration.String(), "must be greater than or equal to 0"))
 		}
 		if p.TokenAttributes != nil {
-			errs = append(errs, errors.New("providers.tokenAttributes: service account token mode is not supported by podstart"))
+			errs = append(errs, field.Forbidden(fp.Child("tokenAttributes"), "service account token mode is not supported by podstart"))
 		}
 	}
-	return errors.Join(errs...)
+	return errs.ToAggregate()
 }
 
 // PluginKeyring runs kubelet's exec credential provider plugins (KEP-2133):
@@ -199,8 +210,18 @@ type cacheEntry struct {
 	expires time.Time
 }
 
-// NewPluginKeyring checks that every provider's binary exists in binDir.
+// NewPluginKeyring validates cfg as ParsePluginConfig does (a nil config,
+// a provider without defaultCacheDuration, a name with '/' or that is '.'
+// or '..', a duplicate, an empty or unknown apiVersion, tokenAttributes are
+// all ErrPluginConfig) and checks that every provider's binary exists in
+// binDir.
 func NewPluginKeyring(cfg *kubeletconfig.CredentialProviderConfig, binDir string, opts ...Option) (*PluginKeyring, error) {
+	if cfg == nil {
+		return nil, fmt.Errorf("%w: config is nil", ErrPluginConfig)
+	}
+	if err := validatePluginConfig(cfg); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrPluginConfig, err)
+	}
 	if info, err := os.Stat(binDir); err != nil || !info.IsDir() {
 		return nil, fmt.Errorf("%w: plugin binary directory %s did not exist", ErrPluginConfig, binDir)
 	}
@@ -285,7 +306,7 @@ func (p *pluginProvider) exec(image, registry string) (DockerConfig, error) {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("timed out after %s", p.o.pluginTimeout)
 		}
-		return nil, fmt.Errorf("%w: error execing credential provider plugin %s for image %s: %v: %s", ErrPluginFailed, p.cfg.Name, image, err, bytes.TrimSpace(stderr.Bytes()))
+		return nil, fmt.Errorf("%w: error execing credential provider plugin %s for image %s: %v: %s", ErrPluginFailed, p.cfg.Name, image, err, summarize(stderr.Bytes()))
 	}
 	resp, err := p.decode(stdout.Bytes())
 	if err != nil {

@@ -234,13 +234,13 @@ func TestPluginConfigValidation(t *testing.T) {
 		{"wrong kind", "apiVersion: kubelet.config.k8s.io/v1\nkind: Other\nproviders: []\n", `failed to decode "Other" (wrong Kind)`},
 		{"wrong group", "apiVersion: other.io/v1\nkind: CredentialProviderConfig\nproviders: []\n", "unexpected Group: other.io/v1"},
 		{"slash in name", base(strings.Replace(ok, "name: p", "name: foo/../bar", 1)), `provider name cannot contain '/'`},
-		{"dot name", base(strings.Replace(ok, "name: p", "name: ..", 1)), `cannot be '.' or '..'`},
+		{"dot name", base(strings.Replace(ok, "name: p", "name: ..", 1)), `cannot be '..'`},
 		{"space in name", base(strings.Replace(ok, "name: p", `name: "a b"`, 1)), "cannot contain spaces"},
 		{"duplicate", base(ok + ok), `Duplicate value: "p"`},
 		{"bad apiVersion", base(strings.Replace(ok, "credentialprovider.kubelet.k8s.io/v1", "v9", 1)), `Unsupported value: "v9"`},
 		{"bad matchImage", base(strings.Replace(ok, `"*.io"`, `"%invalid%"`, 1)), `match image is invalid: parse "https://%invalid%": invalid URL escape "%in"`},
 		{"negative duration", base(strings.Replace(ok, "1m", "-1m", 1)), `"-1m0s": must be greater than or equal to 0`},
-		{"missing duration", base(strings.Replace(ok, "    defaultCacheDuration: 1m\n", "", 1)), "defaultCacheDuration is required"},
+		{"missing duration", base(strings.Replace(ok, "    defaultCacheDuration: 1m\n", "", 1)), "providers.defaultCacheDuration: Required value"},
 		{"token mode", base(ok + "    tokenAttributes:\n      serviceAccountTokenAudience: x\n"), "not supported"},
 	}
 	for _, tt := range tests {

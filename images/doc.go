@@ -13,12 +13,25 @@
 //     unknown policy pulls.
 //   - Credentials: the pod's pull secrets, then the node keyring
 //     (credentials.MakeKeyring), looked up by the normalised repository;
-//     every matching credential is tried in order until one works; the
+//     every matching credential is tried in order until one works (at
+//     most DefaultMaxPullAttempts per pull, WithMaxPullAttempts; kubelet
+//     tries them all, which a large pull secret turns into thousands of
+//     attempts holding the pull slot); the
 //     errors are aggregated with kubelet's text and never quote a secret.
+//     A malformed pull secret is an *Error (ErrImagePull, matching
+//     credentials.ErrMalformedSecret) with a Failed event, and no back-off
+//     (kubelet returns the bare error).
 //     Pod annotations and the runtime handler go into the CRI image spec.
 //   - Back-off per "<podUID>_<image as written>": 10 s doubling to 300 s.
+//     Entries not updated for twice the maximum are collected after a
+//     success (as kubelet) and also, at most once per maximum, after a
+//     failure (kubelet never collects then).
 //     While in back-off the answer is ErrImagePullBackOff, with the last
 //     error in the message, and the runtime is not called.
+//     A caller whose context is cancelled (not timed out) while it waits
+//     for a pull starts no back-off, and a pull left with no waiter is
+//     unregistered at once, so a live caller never inherits another's
+//     cancellation.
 //   - Errors and events: Pulling then Pulled or Failed; BackOff; texts and
 //     sentinels as kubelet's (ErrImagePull, ErrRegistryUnavailable,
 //     ErrSignatureValidationFailed …). Every error is an *Error whose text

@@ -16,3 +16,10 @@ func (m *Manager) waiters(image string) int {
 	}
 	return n
 }
+
+// prevErrs counts the last errors kept.
+func (m *Manager) prevErrs() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.prevErr)
+}

@@ -45,6 +45,7 @@ type options struct {
 	handler        func(*corev1.Pod) string
 	progress       func(image string, p runtime.PullProgress)
 	stall          time.Duration
+	maxAttempts    int
 }
 
 // WithRecorder sets where events go (default: nowhere).
@@ -92,6 +93,17 @@ func WithProgress(f func(image string, p runtime.PullProgress)) Option {
 // ErrPullStalled; it needs a runtime that reports progress.
 func WithStallTimeout(d time.Duration) Option { return func(o *options) { o.stall = d } }
 
+// DefaultMaxPullAttempts bounds the credentials one pull tries. Kubelet
+// tries every matching credential in turn, so a large pull secret (1 MiB
+// can hold thousands of matching keys) holds the serial pull slot for
+// thousands of registry round trips; podstart stops after this many and
+// says so in the error.
+const DefaultMaxPullAttempts = 16
+
+// WithMaxPullAttempts sets how many credentials one pull tries at most
+// (default DefaultMaxPullAttempts); n < 0 tries them all, as kubelet.
+func WithMaxPullAttempts(n int) Option { return func(o *options) { o.maxAttempts = n } }
+
 // Manager is kubelet's image manager: EnsureImageExists with pull policy,
 // back-off, serial or parallel pullers, and one runtime pull shared by
 // concurrent callers with the same credentials. Close it to stop pulls in
@@ -113,9 +125,22 @@ type Manager struct {
 func NewManager(img runtime.ImageService, opts ...Option) *Manager {
 	o := options{recorder: discard{}, clock: clock.RealClock{}, serial: true,
 		backoffInitial: DefaultBackOffInitial, backoffMax: DefaultBackOffMax,
-		handler: func(*corev1.Pod) string { return "" }}
+		handler: func(*corev1.Pod) string { return "" }, maxAttempts: DefaultMaxPullAttempts}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	// Nil options keep the defaults.
+	if o.recorder == nil {
+		o.recorder = discard{}
+	}
+	if o.clock == nil {
+		o.clock = clock.RealClock{}
+	}
+	if o.handler == nil {
+		o.handler = func(*corev1.Pod) string { return "" }
+	}
+	if o.maxAttempts == 0 {
+		o.maxAttempts = DefaultMaxPullAttempts
 	}
 	m := &Manager{img: img, o: o, flights: map[string]*flight{}, prevErr: map[string]string{},
 		backoff: backoff.New(o.clock, o.backoffInitial, o.backoffMax, nil)}
@@ -211,7 +236,11 @@ func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, contai
 	// Keyrings look up the normalised repository, not the user's string.
 	keyring, err := credentials.MakeKeyring(pullSecrets, m.o.node, m.o.credOpts...)
 	if err != nil {
-		return "", err.Error(), err
+		// A malformed pull secret: the error names the secret, never its
+		// content. Not a pull, so no back-off.
+		msg := err.Error()
+		m.o.recorder.Eventf(ref, corev1.EventTypeWarning, EventFailed, "Failed to pull image %q: %s", requested, msg)
+		return "", msg, &Error{Reason: ErrImagePull, Err: err}
 	}
 	creds, _ := keyring.Lookup(repo)
 
@@ -237,11 +266,20 @@ func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, contai
 	total := m.o.clock.Since(now)
 	if res.err != nil {
 		m.o.recorder.Eventf(ref, corev1.EventTypeWarning, EventFailed, "Failed to pull image %q: %v", requested, res.err)
-		m.backoff.Next(key, m.o.clock.Now())
+		if res.cancelled {
+			// The caller gave up: the pull did not fail, so no back-off
+			// (which would hold back the pod's next, live, caller).
+			msg, reason := classifyPullError(requested, res.err)
+			return "", msg, &Error{Reason: reason, Err: res.err}
+		}
+		collected := m.backoff.Next(key, m.o.clock.Now())
 		msg, reason := classifyPullError(requested, res.err)
 		m.mu.Lock()
 		m.prevErr[key] = reason.Error() + ": " + msg
 		m.mu.Unlock()
+		if collected {
+			m.gcPrevErr()
+		}
 		return "", msg, &Error{Reason: reason, Err: res.err}
 	}
 	m.o.recorder.Eventf(ref, corev1.EventTypeNormal, EventPulled, "Successfully pulled image %q in %v (%v including waiting). Image size: %v bytes.",
@@ -276,6 +314,11 @@ func classifyPullError(requested string, err error) (msg string, reason error) {
 
 func (m *Manager) gcBackOff() {
 	m.backoff.GC()
+	m.gcPrevErr()
+}
+
+// gcPrevErr drops the last errors of keys the back-off forgot.
+func (m *Manager) gcPrevErr() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for key := range m.prevErr {

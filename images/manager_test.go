@@ -297,23 +297,6 @@ func TestCredentials(t *testing.T) {
 	}
 }
 
-func TestMalformedSecretFailsWithoutEvent(t *testing.T) {
-	t.Parallel()
-	rec := &recorder{}
-	m := NewManager(fake.New(), WithRecorder(rec))
-	defer m.Close()
-	pod, c := testPod("busybox", corev1.PullAlways)
-	bad := corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "bad"}, Type: corev1.SecretTypeDockercfg,
-		Data: map[string][]byte{corev1.DockerConfigKey: []byte(`{"r":{"password":"hunter2"`)}}
-	_, msg, err := m.EnsureImageExists(context.Background(), pod, c, []corev1.Secret{bad}, nil)
-	if !errors.Is(err, credentials.ErrMalformedSecret) || !strings.Contains(msg, "shop/bad") || strings.Contains(msg, "hunter2") {
-		t.Fatalf("%v %q", err, msg)
-	}
-	if len(rec.events) != 0 {
-		t.Fatalf("events %v", rec.events)
-	}
-}
-
 func TestRuntimeHandlerInSpec(t *testing.T) {
 	t.Parallel()
 	rt := fake.New()

@@ -26,6 +26,9 @@ type result struct {
 	size uint64
 	pull time.Duration // from getting a slot to the end
 	err  error
+	// cancelled: the caller's own context was cancelled; not a failed
+	// pull.
+	cancelled bool
 }
 
 // join waits for the flight for this image and these credentials, starting
@@ -51,7 +54,9 @@ func (m *Manager) join(ctx context.Context, spec *runtimeapi.ImageSpec, creds []
 			defer m.wg.Done()
 			res := m.pullSlot(fctx, spec, creds, sandbox)
 			m.mu.Lock()
-			delete(m.flights, key)
+			if m.flights[key] == f {
+				delete(m.flights, key)
+			}
 			f.res = res
 			m.mu.Unlock()
 			close(f.done)
@@ -67,10 +72,18 @@ func (m *Manager) join(ctx context.Context, spec *runtimeapi.ImageSpec, creds []
 		m.mu.Lock()
 		f.waiters--
 		if f.waiters == 0 {
+			// Unregister the dying pull at once: a caller arriving now
+			// starts a pull of its own instead of inheriting this
+			// cancellation.
+			if m.flights[key] == f {
+				delete(m.flights, key)
+			}
 			f.cancel()
 		}
 		m.mu.Unlock()
-		return result{err: runtime.Classify(ctx.Err())}
+		// A deadline is a pull that took too long and counts, as in
+		// kubelet; a cancellation is the caller giving up.
+		return result{err: runtime.Classify(ctx.Err()), cancelled: errors.Is(ctx.Err(), context.Canceled)}
 	}
 }
 
@@ -101,6 +114,10 @@ func (m *Manager) pullCreds(ctx context.Context, spec *runtimeapi.ImageSpec, cre
 		return m.pullOnce(ctx, spec, nil, sandbox)
 	}
 	var errs aggregate
+	skipped := 0
+	if max := m.o.maxAttempts; max > 0 && len(creds) > max {
+		creds, skipped = creds[:max], len(creds)-max
+	}
 	for _, c := range creds {
 		auth := &runtimeapi.AuthConfig{Username: c.Username, Password: c.Password, Auth: c.Auth,
 			ServerAddress: c.ServerAddress, IdentityToken: c.IdentityToken, RegistryToken: c.RegistryToken}
@@ -112,6 +129,9 @@ func (m *Manager) pullCreds(ctx context.Context, spec *runtimeapi.ImageSpec, cre
 		if ctx.Err() != nil {
 			break
 		}
+	}
+	if skipped > 0 && ctx.Err() == nil {
+		errs = append(errs, fmt.Errorf("%d more credentials not tried: at most %d attempts per pull", skipped, m.o.maxAttempts))
 	}
 	if len(errs) == 1 {
 		return "", errs[0]

@@ -37,7 +37,10 @@
 // mounting to the runtime, so a volume writable by an attacker can still
 // race the runtime's own mount. Host aliases and hostnames with
 // whitespace, control characters or '#' are refused rather than written
-// into /etc/hosts. SubPaths with a NUL byte are refused.
+// into /etc/hosts. SubPaths with a NUL byte are refused. Make first
+// refuses, with ErrInvalidName, a pod whose UID, namespace, name,
+// container or volume names the API server would reject
+// (ValidatePodNames): they become host paths.
 //
 // The side effects (mkdir, file writes) go through the Disk interface;
 // OSDisk is the host's.

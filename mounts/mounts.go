@@ -106,13 +106,17 @@ func WithoutTerminationMessage() Option { return func(o *options) { o.noTerminat
 // message mount: the container's volume mounts in spec order, then the
 // managed /etc/hosts, then the termination message file. Any error aborts
 // the container, as in kubelet, except a termination file that cannot be
-// created, which only drops that mount.
+// created, which only drops that mount. A pod whose names would take a
+// host path outside its root (ValidatePodNames) is refused first.
 func Make(ctx context.Context, req Request, opts ...Option) ([]Mount, error) {
 	o := options{disk: OSDisk{}, clusterDomain: "cluster.local", nodeHostsFile: EtcHostsPath}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	pod, c := req.Pod, req.Container
+	if err := ValidatePodNames(pod); err != nil {
+		return nil, err
+	}
 	mountHosts := ShouldMountHostsFile(pod, req.PodIPs)
 	out := make([]Mount, 0, len(c.VolumeMounts)+2)
 	for i := range c.VolumeMounts {

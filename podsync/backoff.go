@@ -21,8 +21,10 @@ const (
 
 // BackOff is the container restart back-off (CrashLoopBackOff) shared by
 // SyncPod calls: a delay per container that doubles from 10 s to 300 s and
-// starts again once the container ran for more than 10 minutes. It is safe
-// for concurrent use.
+// starts again once the container ran for more than 10 minutes. Entries
+// not updated for that long are dropped as later checks come (at most one
+// sweep per maximum delay), as kubelet's back-off GC does. It is safe for
+// concurrent use.
 type BackOff struct {
 	b *backoff.Backoff
 }

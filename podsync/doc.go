@@ -39,4 +39,10 @@
 // is set (Syncer.Status sets it), an app container that exited in the
 // current sandbox counts as proof of initialisation. Without it the
 // behaviour is kubelet's.
+//
+// SyncPod takes pods from anywhere, not only from the API server, so it
+// first refuses (Result.SyncError matching mounts.ErrInvalidName, nothing
+// created) a pod whose UID, namespace, name, container or volume names the
+// API server would reject, since they become host paths. DefaultVolumes
+// refuses a hostPath volume with an empty path ("path is empty").
 package podsync

@@ -149,6 +149,7 @@ func NewSyncer(rt runtime.RuntimeService, ims ImageEnsurer, opts ...Option) *Syn
 	for _, opt := range opts {
 		opt(&o)
 	}
+	o.nilDefaults()
 	if o.node.RootDir == "" {
 		o.node.RootDir = DefaultRootDir
 	}
@@ -294,10 +295,12 @@ func (s *Syncer) traced(name, container string, f func() error) error {
 // converges the pod.
 func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus, pullSecrets []corev1.Secret) Result {
 	var result Result
-	log := logr.FromContextOrDiscard(ctx).WithValues("pod", pod.Namespace+"/"+pod.Name)
-	if status == nil {
-		status = &PodStatus{}
+	if err := validatePod(pod); err != nil {
+		result.SyncError = err
+		return result
 	}
+	log := logr.FromContextOrDiscard(ctx).WithValues("pod", pod.Namespace+"/"+pod.Name)
+	status = readOnly(status)
 	actions := ComputePodActions(pod, status, s.o.probes)
 	log.V(3).Info("Computed pod actions", "actions", actions.String())
 	podRef := images.ContainerRef(pod, nil)

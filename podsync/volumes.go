@@ -59,6 +59,9 @@ func (d DefaultVolumes) Volumes(_ context.Context, pod *corev1.Pod) (mounts.Volu
 }
 
 func checkHostPath(hp *corev1.HostPathVolumeSource) error {
+	if hp.Path == "" {
+		return errors.New("hostPath path is empty")
+	}
 	typ := corev1.HostPathUnset
 	if hp.Type != nil {
 		typ = *hp.Type

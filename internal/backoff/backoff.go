@@ -29,6 +29,7 @@ type Backoff struct {
 
 	mu      sync.Mutex
 	entries map[string]*entry
+	lastGC  time.Time
 }
 
 type entry struct {
@@ -61,8 +62,10 @@ func (b *Backoff) Get(key string) time.Duration {
 }
 
 // Next advances key's delay for an event at eventTime: the initial delay
-// for a new or stale key, otherwise double, capped at the maximum.
-func (b *Backoff) Next(key string, eventTime time.Time) {
+// for a new or stale key, otherwise double, capped at the maximum. At most
+// once per maximum delay it also drops every stale key (client-go's GC,
+// which kubelet calls on its own), and then reports true.
+func (b *Backoff) Next(key string, eventTime time.Time) (collected bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.entries[key]
@@ -72,7 +75,13 @@ func (b *Backoff) Next(key string, eventTime time.Time) {
 	} else {
 		e.delay = min(e.delay*2, b.max)
 	}
-	e.lastUpdate = b.clock.Now()
+	now := b.clock.Now()
+	e.lastUpdate = now
+	if now.Sub(b.lastGC) >= b.max {
+		b.gcLocked(now)
+		return true
+	}
+	return false
 }
 
 // IsInBackOffSince reports whether less than key's delay has passed since
@@ -98,7 +107,11 @@ func (b *Backoff) Reset(key string) {
 func (b *Backoff) GC() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := b.clock.Now()
+	b.gcLocked(b.clock.Now())
+}
+
+func (b *Backoff) gcLocked(now time.Time) {
+	b.lastGC = now
 	for k, e := range b.entries {
 		if b.expired(now, e.lastUpdate, b.max) {
 			delete(b.entries, k)

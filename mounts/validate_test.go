@@ -1,0 +1,103 @@
+package mounts
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func namedPod() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "0c4b2c5e-uid"},
+		Spec: corev1.PodSpec{
+			Volumes:        []corev1.Volume{{Name: "data"}},
+			InitContainers: []corev1.Container{{Name: "init"}},
+			Containers:     []corev1.Container{{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
+		},
+	}
+}
+
+// TestValidatePodNames: every name that becomes a host path is checked as
+// the API server would; a bad one is ErrInvalidName, naming the field.
+func TestValidatePodNames(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(p *corev1.Pod)
+		field  string // "" when valid
+	}{
+		{name: "valid", mutate: func(*corev1.Pod) {}},
+		{name: "empty namespace allowed", mutate: func(p *corev1.Pod) { p.Namespace = "" }},
+		{name: "uid empty", mutate: func(p *corev1.Pod) { p.UID = "" }, field: "metadata.uid"},
+		{name: "uid dotdot", mutate: func(p *corev1.Pod) { p.UID = ".." }, field: "metadata.uid"},
+		{name: "uid dot", mutate: func(p *corev1.Pod) { p.UID = "." }, field: "metadata.uid"},
+		{name: "uid slash", mutate: func(p *corev1.Pod) { p.UID = "../../x" }, field: "metadata.uid"},
+		{name: "uid NUL", mutate: func(p *corev1.Pod) { p.UID = "a\x00b" }, field: "metadata.uid"},
+		{name: "namespace dotdot", mutate: func(p *corev1.Pod) { p.Namespace = ".." }, field: "metadata.namespace"},
+		{name: "namespace slash", mutate: func(p *corev1.Pod) { p.Namespace = "a/../../b" }, field: "metadata.namespace"},
+		{name: "name empty", mutate: func(p *corev1.Pod) { p.Name = "" }, field: "metadata.name"},
+		{name: "name slash", mutate: func(p *corev1.Pod) { p.Name = "../x" }, field: "metadata.name"},
+		{name: "name upper", mutate: func(p *corev1.Pod) { p.Name = "Web" }, field: "metadata.name"},
+		{name: "container dotdot", mutate: func(p *corev1.Pod) { p.Spec.Containers[0].Name = ".." }, field: "spec.containers[0].name"},
+		{name: "init container slash", mutate: func(p *corev1.Pod) { p.Spec.InitContainers[0].Name = "a/b" }, field: "spec.initContainers[0].name"},
+		{name: "ephemeral container", mutate: func(p *corev1.Pod) {
+			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "../dbg"}}}
+		}, field: "spec.ephemeralContainers[0].name"},
+		{name: "volume dotdot", mutate: func(p *corev1.Pod) { p.Spec.Volumes[0].Name = ".." }, field: "spec.volumes[0].name"},
+		{name: "volume mount name", mutate: func(p *corev1.Pod) { p.Spec.Containers[0].VolumeMounts[0].Name = "../x" }, field: "volumeMounts[0].name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := namedPod()
+			tt.mutate(p)
+			err := ValidatePodNames(p)
+			if tt.field == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalidName) || !strings.Contains(err.Error(), tt.field) {
+				t.Fatalf("got %v, want ErrInvalidName on %s", err, tt.field)
+			}
+		})
+	}
+	if err := ValidatePodNames(nil); !errors.Is(err, ErrInvalidName) {
+		t.Fatalf("nil pod: %v", err)
+	}
+}
+
+// TestMakeRefusesEscapingNames: Make writes nothing outside PodDir for a
+// container named ".." or a pod with a bad UID.
+func TestMakeRefusesEscapingNames(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		mutate func(p *corev1.Pod)
+	}{
+		{name: "container dotdot", mutate: func(p *corev1.Pod) { p.Spec.Containers[0].Name = "../../escape" }},
+		{name: "uid dotdot", mutate: func(p *corev1.Pod) { p.UID = ".." }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			podDir := filepath.Join(root, "pods", "uid")
+			p := namedPod()
+			tt.mutate(p)
+			c := &p.Spec.Containers[0]
+			c.TerminationMessagePath = "/dev/termination-log"
+			_, err := Make(context.Background(), Request{Pod: p, Container: c, PodDir: podDir,
+				Volumes: VolumeMap{"data": {HostPath: root}}})
+			if !errors.Is(err, ErrInvalidName) {
+				t.Fatalf("err = %v, want ErrInvalidName", err)
+			}
+			entries, _ := os.ReadDir(root)
+			if len(entries) != 0 {
+				t.Fatalf("Make wrote %v under the root", entries)
+			}
+		})
+	}
+}
