@@ -56,6 +56,16 @@ func TestQOSClass(t *testing.T) {
 		{"one guaranteed one best effort", []corev1.ResourceRequirements{res(nil, rl("cpu", "1", "memory", "1Gi")), {}}, corev1.PodQOSBurstable},
 		{"only extended resources", []corev1.ResourceRequirements{res(rl("nvidia.com/gpu", "1"), rl("nvidia.com/gpu", "1"))}, corev1.PodQOSBestEffort},
 	}
+	t.Run("pod-level limit of zero memory is not Guaranteed", func(t *testing.T) {
+		// Found by the differential tier (test/diff): only positive
+		// quantities count.
+		p := testPod(func(p *corev1.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("cpu", "1", "memory", "0"), Limits: rl("cpu", "1", "memory", "0")}
+		})
+		if got := QOSClass(p); got != corev1.PodQOSBurstable {
+			t.Fatalf("QOSClass = %s, want Burstable", got)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := testPod(func(p *corev1.Pod) {

@@ -3,6 +3,7 @@ package criconfig
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -31,6 +32,15 @@ func FromHost(n Node) Node {
 		}
 		_, err := os.Stat(p)
 		n.SwapController = err == nil
+	}
+	if n.MaskedPaths == nil {
+		n.MaskedPaths = append([]string(nil), DefaultMaskedPaths...)
+		for _, cpu := range possibleCPUs() {
+			p := fmt.Sprintf("/sys/devices/system/cpu/cpu%d/thermal_throttle", cpu)
+			if _, err := os.Stat(p); err == nil {
+				n.MaskedPaths = append(n.MaskedPaths, p)
+			}
+		}
 	}
 	if n.ResolvConfContent == nil && n.ResolvConf != "" {
 		if b, err := os.ReadFile(n.ResolvConf); err == nil {
@@ -72,4 +82,31 @@ func hugePageSizes() []int64 {
 		}
 	}
 	return sizes
+}
+
+// possibleCPUs reads /sys/devices/system/cpu/possible ("0-3,8"), as
+// kubelet does for the thermal_throttle paths.
+func possibleCPUs() []int {
+	b, err := os.ReadFile("/sys/devices/system/cpu/possible")
+	if err != nil {
+		return nil
+	}
+	var cpus []int
+	for _, r := range strings.Split(strings.TrimSpace(string(b)), ",") {
+		lo, hi, isRange := strings.Cut(r, "-")
+		start, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil
+		}
+		end := start
+		if isRange {
+			if end, err = strconv.Atoi(hi); err != nil {
+				return nil
+			}
+		}
+		for c := start; c <= end; c++ {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus
 }

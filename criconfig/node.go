@@ -64,6 +64,10 @@ type Node struct {
 	// limit kubelet sends (NoSwap, kubelet's default).
 	CgroupV2       bool
 	SwapController bool
+	// MaskedPaths are the paths masked in containers whose procMount is
+	// not Unmasked; nil means DefaultMaskedPaths. kubelet adds each CPU's
+	// thermal_throttle directory where the host has one (FromHost does).
+	MaskedPaths []string
 	// SingleProcessOOMKill is kubelet's singleProcessOOMKill (cgroup v2
 	// only; default false: the kernel kills the whole container cgroup).
 	SingleProcessOOMKill bool
@@ -95,6 +99,13 @@ func (n Node) seccompRoot() string {
 		return n.rootDir() + "/seccomp"
 	}
 	return n.SeccompProfileRoot
+}
+
+func (n Node) maskedPaths() []string {
+	if n.MaskedPaths == nil {
+		return DefaultMaskedPaths
+	}
+	return n.MaskedPaths
 }
 
 func (n Node) cgroupsPerQOS() bool { return n.CgroupsPerQOS == nil || *n.CgroupsPerQOS }

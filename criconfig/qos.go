@@ -40,8 +40,6 @@ func QOSClass(pod *corev1.Pod) corev1.PodQOSClass {
 			for n, q := range pr.Limits {
 				if qosResource(n) && q.Sign() == 1 {
 					add(limits, n, q)
-				}
-				if qosResource(n) {
 					found++
 				}
 			}

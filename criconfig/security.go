@@ -321,7 +321,7 @@ func containerSecurity(pod *corev1.Pod, c *corev1.Container, user ImageUser, nod
 	if eff.ProcMount != nil && *eff.ProcMount == corev1.UnmaskedProcMount {
 		sc.MaskedPaths, sc.ReadonlyPaths = []string{}, []string{}
 	} else {
-		sc.MaskedPaths = append([]string(nil), DefaultMaskedPaths...)
+		sc.MaskedPaths = append([]string(nil), node.maskedPaths()...)
 		sc.ReadonlyPaths = append([]string(nil), DefaultReadonlyPaths...)
 	}
 	return sc, nil
