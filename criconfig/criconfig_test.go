@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the tests check the deprecated AppArmor string kubelet still sends
+
 package criconfig
 
 import (

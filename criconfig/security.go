@@ -160,6 +160,7 @@ func SeccompProfile(pod *corev1.Pod, c *corev1.Container, node Node) (*runtimeap
 		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}, nil
 	case p != nil && p.Type == corev1.SeccompProfileTypeLocalhost:
 		if p.LocalhostProfile == nil || *p.LocalhostProfile == "" {
+			//lint:ignore ST1005 kubelet's message, word for word
 			return nil, errors.New("localhostProfile must be set if seccompProfile type is Localhost.")
 		}
 		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost,
@@ -292,6 +293,7 @@ func containerSecurity(pod *corev1.Pod, c *corev1.Container, user ImageUser, nod
 	if sc.Seccomp, err = SeccompProfile(pod, c, node); err != nil {
 		return nil, err
 	}
+	//lint:ignore SA1019 kubelet still sends the older string form beside the profile
 	if sc.Apparmor, sc.ApparmorProfile, err = appArmor(pod, c, node); err != nil {
 		return nil, err
 	}
