@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstart/podstart/mounts"
 )
 
 // PodLogDir is kubelet's log directory of a pod:
@@ -37,16 +38,7 @@ func PodLabels(pod *corev1.Pod) map[string]string {
 // characters without a trailing "-" or "."; with setHostnameAsFQDN the
 // FQDN, which must fit in 64 characters.
 func Hostname(pod *corev1.Pod, node Node) (hostname, domain string, err error) {
-	hostname = pod.Name
-	if pod.Spec.Hostname != "" {
-		hostname = pod.Spec.Hostname
-	}
-	if len(hostname) > 63 {
-		hostname = strings.TrimRight(hostname[:63], "-.")
-	}
-	if pod.Spec.Subdomain != "" {
-		domain = fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, node.clusterDomain())
-	}
+	hostname, domain = mounts.HostnameAndDomain(pod, node.clusterDomain())
 	if pod.Spec.SetHostnameAsFQDN != nil && *pod.Spec.SetHostnameAsFQDN && domain != "" {
 		fqdn := hostname + "." + domain
 		if len(fqdn) > 64 {
