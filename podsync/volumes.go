@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -42,6 +43,11 @@ func (d DefaultVolumes) Volumes(_ context.Context, pod *corev1.Pod) (mounts.Volu
 			}
 			out[v.Name] = mounts.Volume{HostPath: v.HostPath.Path}
 		case v.EmptyDir != nil:
+			if v.EmptyDir.Medium != corev1.StorageMediumDefault {
+				// kubelet mounts a tmpfs or huge pages here; a disk
+				// directory would silently be something else.
+				return nil, fmt.Errorf("volume %q: emptyDir.medium %q: %w (only the default medium is)", v.Name, v.EmptyDir.Medium, ErrVolumeNotSupported)
+			}
 			dir := filepath.Join(PodDir(d.RootDir, pod), "volumes", "kubernetes.io~empty-dir", v.Name)
 			if err := os.MkdirAll(dir, 0o777); err != nil {
 				return nil, fmt.Errorf("volume %q: %w", v.Name, err)
@@ -49,6 +55,11 @@ func (d DefaultVolumes) Volumes(_ context.Context, pod *corev1.Pod) (mounts.Volu
 			// kubelet makes emptyDir world-writable, whatever the umask.
 			if err := os.Chmod(dir, 0o777); err != nil {
 				return nil, fmt.Errorf("volume %q: %w", v.Name, err)
+			}
+			if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
+				if err := setVolumeOwnership(dir, *sc.FSGroup); err != nil {
+					return nil, fmt.Errorf("volume %q: fsGroup %d: %w", v.Name, *sc.FSGroup, err)
+				}
 			}
 			out[v.Name] = mounts.Volume{HostPath: dir, SELinuxRelabel: true}
 		default:
@@ -104,4 +115,31 @@ func checkHostPath(hp *corev1.HostPathVolumeSource) error {
 		}
 	}
 	return nil
+}
+
+// setVolumeOwnership is kubelet's SetVolumeOwnership (fsGroupChangePolicy
+// Always): every file and directory of the volume gets the fsGroup as its
+// group, group read-write, and directories group execute and setgid, so
+// files created later inherit the group. Symlinks are left alone.
+func setVolumeOwnership(dir string, fsGroup int64) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if err := os.Lchown(p, -1, int(fsGroup)); err != nil {
+			return err
+		}
+		mask := fs.FileMode(0o660)
+		if d.IsDir() {
+			mask |= fs.ModeSetgid | 0o110
+		}
+		return os.Chmod(p, info.Mode()|mask)
+	})
 }
