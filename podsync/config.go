@@ -128,7 +128,7 @@ func (s *Syncer) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1
 	if err != nil {
 		return nil, err
 	}
-	user, err := s.imageUser(ctx, imageRef)
+	user, err := s.imageUser(ctx, pod, c, imageRef)
 	if err != nil {
 		return nil, err
 	}
@@ -137,11 +137,15 @@ func (s *Syncer) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1
 }
 
 // imageUser is kubelet's getImageUser: the image's user from ImageStatus.
-// Without an ImageService the user is unknown and read as root, as kubelet
-// reads an image that names none.
-func (s *Syncer) imageUser(ctx context.Context, imageRef string) (criconfig.ImageUser, error) {
+// Without an ImageService the user is unknown: no user is sent, so the
+// runtime applies the image's own USER (sending uid 0 would run a non-root
+// image as root), and runAsNonRoot, which cannot be verified, is refused.
+func (s *Syncer) imageUser(ctx context.Context, pod *corev1.Pod, c *corev1.Container, imageRef string) (criconfig.ImageUser, error) {
 	if s.o.imageService == nil {
-		return criconfig.ImageUserFromStatus(nil), nil
+		if eff := criconfig.EffectiveSecurityContext(pod, c); eff.RunAsNonRoot != nil && *eff.RunAsNonRoot && eff.RunAsUser == nil {
+			return criconfig.ImageUser{}, fmt.Errorf("container has runAsNonRoot and its image's user cannot be verified without an image service (podsync.WithImageService) (container: %s): %w", c.Name, criconfig.ErrRunAsNonRoot)
+		}
+		return criconfig.ImageUser{}, nil
 	}
 	resp, err := s.o.imageService.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: imageRef}, false)
 	if err != nil {

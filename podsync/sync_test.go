@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -506,6 +507,60 @@ func TestUnsupportedSettingIsRefused(t *testing.T) {
 					t.Fatal("CreateContainer was called for a refused container")
 				}
 			}
+		})
+	}
+}
+
+// onlyRuntime hides the fake's ImageService, as a caller's runtime wrapper
+// might.
+type onlyRuntime struct{ runtime.RuntimeService }
+
+// Without an image service the image's user is unknown: no user is sent
+// (so the runtime applies the image's USER instead of root), and
+// runAsNonRoot is refused rather than assumed.
+func TestNoImageServiceSendsNoUser(t *testing.T) {
+	f := fake.New(fake.WithRegistryImages("nginx:1"))
+	ims := images.NewManager(f)
+	defer ims.Close()
+	root := t.TempDir()
+	s := podsync.NewSyncer(onlyRuntime{f}, ims, podsync.WithRootDir(root), podsync.WithPodLogsDir(filepath.Join(root, "logs")))
+	nonRoot := true
+	for _, tt := range []struct {
+		name    string
+		sc      *corev1.PodSecurityContext
+		refused bool
+	}{
+		{"plain", &corev1.PodSecurityContext{}, false},
+		{"runAsNonRoot", &corev1.PodSecurityContext{RunAsNonRoot: &nonRoot}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f.ResetCalls()
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: types.UID("uid-" + strings.ToLower(tt.name))},
+				Spec: corev1.PodSpec{SecurityContext: tt.sc, Containers: []corev1.Container{{Name: "app", Image: "nginx:1", ImagePullPolicy: corev1.PullIfNotPresent}}}}
+			ctx := context.Background()
+			st, err := s.Status(ctx, pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.SyncPod(ctx, pod, st, nil).Error()
+			if tt.refused {
+				if !errors.Is(err, criconfig.ErrRunAsNonRoot) {
+					t.Fatalf("err = %v, want ErrRunAsNonRoot", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range f.Calls() {
+				if r, ok := c.Request.(*runtimeapi.CreateContainerRequest); ok {
+					if u := r.Config.Linux.SecurityContext.RunAsUser; u != nil {
+						t.Fatalf("run_as_user %v sent for an image whose user is unknown", u)
+					}
+					return
+				}
+			}
+			t.Fatal("no CreateContainer")
 		})
 	}
 }
