@@ -55,4 +55,11 @@
 // helper; PluginKeyring runs exec credential provider plugins (KEP-2133)
 // with cache key types, cache durations, coalesced concurrent runs and a
 // timeout. Service-account token mode for plugins is not supported.
+//
+// # Logs
+//
+// This package writes no logs: what went wrong is in the returned errors,
+// which never quote a secret. The packages that log (images, podsync) use
+// the logr.Logger in the context (logr.FromContextOrDiscard), discarded by
+// default, and never log credentials.
 package credentials

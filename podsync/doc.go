@@ -45,4 +45,16 @@
 // created) a pod whose UID, namespace, name, container or volume names the
 // API server would reject, since they become host paths. DefaultVolumes
 // refuses a hostPath volume with an empty path ("path is empty").
+//
+// # Logs and concurrency
+//
+// SyncPod logs to the logr.Logger in its context
+// (logr.FromContextOrDiscard; attach one with logr.NewContext), so logs are
+// discarded by default; the decisions at V(3), failed starts at V(2). No log
+// line carries credentials: pull secrets go only to the image manager.
+//
+// A Syncer may sync many pods at once, but must not sync one pod twice at
+// once: two concurrent SyncPod calls for the same pod can both see no
+// sandbox and both create one. Callers serialise per pod (one worker per pod UID,
+// as kubelet's pod workers do).
 package podsync
