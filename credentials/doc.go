@@ -35,7 +35,9 @@
 // Pull secrets (MakeKeyring) of type kubernetes.io/dockerconfigjson and
 // kubernetes.io/dockercfg with their data key become one keyring that
 // comes before the node keyring; other secrets are skipped, and a
-// malformed one is an error naming the secret.
+// malformed one is an error naming the secret. A secret's stringData is
+// merged over its data first, as the API server does on write (stringData
+// wins), so a secret written as YAML works as it would once stored.
 //
 // # Differences from kubelet
 //
