@@ -21,7 +21,9 @@
 //     liveness or startup failure; unknown ones are killed before restart.
 //   - HashContainer equals kubelet's container hash (name and image only).
 //   - BackOff is CrashLoopBackOff: 10 s doubling to 300 s, reset after 10
-//     minutes of run time, on an injectable clock.
+//     minutes of run time, on an injectable clock. WithBackOff(initial, max)
+//     sets the delays, as images.WithBackOff does for pulls;
+//     WithSharedBackOff shares one BackOff between Syncers.
 //
 // Each decision carries a reason a person can read (Actions.SandboxReason,
 // KillPodReason, Waiting, the kill messages) and Actions.String() sums
