@@ -35,7 +35,9 @@
 // Pull secrets (MakeKeyring) of type kubernetes.io/dockerconfigjson and
 // kubernetes.io/dockercfg with their data key become one keyring that
 // comes before the node keyring; other secrets are skipped, and a
-// malformed one is an error naming the secret.
+// malformed one is an error naming the secret. A secret's stringData is
+// merged over its data first, as the API server does on write (stringData
+// wins), so a secret written as YAML works as it would once stored.
 //
 // # Differences from kubelet
 //
@@ -55,4 +57,11 @@
 // helper; PluginKeyring runs exec credential provider plugins (KEP-2133)
 // with cache key types, cache durations, coalesced concurrent runs and a
 // timeout. Service-account token mode for plugins is not supported.
+//
+// # Logs
+//
+// This package writes no logs: what went wrong is in the returned errors,
+// which never quote a secret. The packages that log (images, podsync) use
+// the logr.Logger in the context (logr.FromContextOrDiscard), discarded by
+// default, and never log credentials.
 package credentials

@@ -17,19 +17,25 @@ var ErrMalformedSecret = errors.New("malformed image pull secret")
 // or kubernetes.io/dockercfg with a non-empty ".dockercfg" key; any other
 // secret is skipped. It returns nil when no secret was used, and an error
 // naming the first secret that does not parse.
+//
+// A secret's stringData (as written in a YAML file that never went through
+// an API server) is merged over its data as the API server does on write:
+// a key in stringData wins over the same key in data. Kubelet only ever
+// sees stored secrets, so it reads data alone; without the merge such a
+// secret would be skipped and the pull would go out anonymously.
 func SecretsKeyring(secrets []corev1.Secret, opts ...Option) (*BasicKeyring, error) {
 	o := newOptions(opts)
 	var ring *BasicKeyring
 	for i := range secrets {
 		s := &secrets[i]
 		var cfg DockerConfig
-		if data := s.Data[corev1.DockerConfigJsonKey]; s.Type == corev1.SecretTypeDockerConfigJson && len(data) > 0 {
+		if data := secretData(s, corev1.DockerConfigJsonKey); s.Type == corev1.SecretTypeDockerConfigJson && len(data) > 0 {
 			cf, err := ParseConfigJSON(data)
 			if err != nil {
 				return nil, secretError(s, err)
 			}
 			cfg = cf.Auths
-		} else if data := s.Data[corev1.DockerConfigKey]; s.Type == corev1.SecretTypeDockercfg && len(data) > 0 {
+		} else if data := secretData(s, corev1.DockerConfigKey); s.Type == corev1.SecretTypeDockercfg && len(data) > 0 {
 			c, err := ParseDockercfg(data)
 			if err != nil {
 				return nil, secretError(s, err)
@@ -45,6 +51,15 @@ func SecretsKeyring(secrets []corev1.Secret, opts ...Option) (*BasicKeyring, err
 		ring.Add(cfg)
 	}
 	return ring, nil
+}
+
+// secretData is s's value under key as the API server stores it:
+// stringData merged over data, stringData winning.
+func secretData(s *corev1.Secret, key string) []byte {
+	if v, ok := s.StringData[key]; ok {
+		return []byte(v)
+	}
+	return s.Data[key]
 }
 
 func secretError(s *corev1.Secret, err error) error {

@@ -111,3 +111,55 @@ func TestTokensOptIn(t *testing.T) {
 		t.Fatalf("tokens dropped with WithTokens: %+v", got[0])
 	}
 }
+
+// A pull secret written with stringData, as in a YAML file, is read as the
+// API server would store it: stringData merged over data, stringData
+// winning. Without the merge it was skipped and the pull went anonymous.
+func TestSecretStringData(t *testing.T) {
+	t.Parallel()
+	const (
+		jsonSec = `{"auths":{"reg.io":{"username":"string"}}}`
+		jsonDat = `{"auths":{"reg.io":{"username":"data"}}}`
+		cfgSec  = `{"reg.io":{"username":"string"}}`
+	)
+	withString := func(s corev1.Secret, key, value string) corev1.Secret {
+		s.StringData = map[string]string{key: value}
+		return s
+	}
+	only := func(typ corev1.SecretType, key, value string) corev1.Secret {
+		return corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}, Type: typ, StringData: map[string]string{key: value}}
+	}
+	tests := []struct {
+		name    string
+		secret  corev1.Secret
+		want    []string // users found for reg.io/x; nil: none
+		wantErr bool
+	}{
+		{"dockerconfigjson in stringData only", only(corev1.SecretTypeDockerConfigJson, ".dockerconfigjson", jsonSec), []string{"string"}, false},
+		{"dockercfg in stringData only", only(corev1.SecretTypeDockercfg, ".dockercfg", cfgSec), []string{"string"}, false},
+		{"stringData wins over data", withString(secret("s", corev1.SecretTypeDockerConfigJson, ".dockerconfigjson", jsonDat), ".dockerconfigjson", jsonSec), []string{"string"}, false},
+		{"data kept when stringData has other keys", withString(secret("s", corev1.SecretTypeDockerConfigJson, ".dockerconfigjson", jsonDat), "note", "x"), []string{"data"}, false},
+		{"empty stringData value wins, secret skipped", withString(secret("s", corev1.SecretTypeDockerConfigJson, ".dockerconfigjson", jsonDat), ".dockerconfigjson", ""), nil, false},
+		{"malformed stringData is an error", withString(secret("s", corev1.SecretTypeDockerConfigJson, ".dockerconfigjson", jsonDat), ".dockerconfigjson", `{"auths":`), nil, true},
+		{"opaque secret with stringData skipped", only(corev1.SecretTypeOpaque, ".dockerconfigjson", jsonSec), nil, false},
+		{"type and key mismatch in stringData skipped", only(corev1.SecretTypeDockerConfigJson, ".dockercfg", cfgSec), nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k, err := MakeKeyring([]corev1.Secret{tt.secret}, nil)
+			if tt.wantErr {
+				if !errors.Is(err, ErrMalformedSecret) || !strings.Contains(err.Error(), "ns/s") {
+					t.Fatalf("err = %v, want ErrMalformedSecret naming ns/s", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, found := k.Lookup("reg.io/x")
+			if found != (tt.want != nil) || !reflect.DeepEqual(users(got), tt.want) {
+				t.Fatalf("Lookup = %v (found %v), want %v", users(got), found, tt.want)
+			}
+		})
+	}
+}

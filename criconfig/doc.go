@@ -80,4 +80,11 @@
 //     is admitted.
 //   - Image volumes, devices from device plugins and CDI, MemoryQoS
 //     (alpha), user-namespace ID mappings and Windows are not built.
+//
+// # Logs
+//
+// This package writes no logs: every function returns what it built or an
+// error. The packages that log (images, podsync) use the logr.Logger in the
+// context (logr.FromContextOrDiscard), discarded by default, and never log
+// credentials.
 package criconfig

@@ -56,4 +56,10 @@
 // gRPC, where kubelet's prefix match on the whole error text does not see
 // them. Not implemented: kubelet's pull QPS throttle, and the
 // "ensure secret pulled images" checks (KEP-2535).
+//
+// # Logs
+//
+// EnsureImageExists logs to the logr.Logger in its context
+// (logr.FromContextOrDiscard), so logs are discarded by default. It logs
+// how many credentials a pull tries, never the credentials themselves.
 package images

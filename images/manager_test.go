@@ -241,6 +241,15 @@ func secretFor(name, registry, user, pass string) corev1.Secret {
 	}
 }
 
+// stringDataSecretFor is secretFor written as in a YAML file: stringData,
+// no data.
+func stringDataSecretFor(name, registry, user, pass string) corev1.Secret {
+	s := secretFor(name, registry, user, pass)
+	s.StringData = map[string]string{corev1.DockerConfigJsonKey: string(s.Data[corev1.DockerConfigJsonKey])}
+	s.Data = nil
+	return s
+}
+
 func nodeKeyring(registry, user, pass string) credentials.Keyring {
 	var k credentials.BasicKeyring
 	k.Add(credentials.DockerConfig{registry: {Username: user, Password: pass}})
@@ -260,6 +269,7 @@ func TestCredentials(t *testing.T) {
 	}{
 		{"secret right", []corev1.Secret{secretFor("s", reg, "u", "right")}, nil, nil, []string{"u"}},
 		{"node right", nil, nodeKeyring(reg, "u", "right"), nil, []string{"u"}},
+		{"secret in stringData right: not anonymous", []corev1.Secret{stringDataSecretFor("s", reg, "u", "right")}, nil, nil, []string{"u"}},
 		{"secret wrong, node right: both tried in order", []corev1.Secret{secretFor("s", reg, "sec", "wrong")}, nodeKeyring(reg, "u", "right"), nil, []string{"sec", "u"}},
 		{"secret right, node wrong: secret first", []corev1.Secret{secretFor("s", reg, "u", "right")}, nodeKeyring(reg, "node", "wrong"), nil, []string{"u"}},
 		{"both wrong: ErrImagePull with the 401", []corev1.Secret{secretFor("s", reg, "sec", "wrong1")}, nodeKeyring(reg, "node", "wrong2"), runtime.ErrUnauthorized, []string{"sec", "node"}},

@@ -44,4 +44,11 @@
 //
 // The side effects (mkdir, file writes) go through the Disk interface;
 // OSDisk is the host's.
+//
+// # Logs
+//
+// This package writes no logs: what went wrong is in the returned errors.
+// The packages that log (images, podsync) use the logr.Logger in the
+// context (logr.FromContextOrDiscard), discarded by default, and never log
+// credentials.
 package mounts

@@ -21,7 +21,9 @@
 //     liveness or startup failure; unknown ones are killed before restart.
 //   - HashContainer equals kubelet's container hash (name and image only).
 //   - BackOff is CrashLoopBackOff: 10 s doubling to 300 s, reset after 10
-//     minutes of run time, on an injectable clock.
+//     minutes of run time, on an injectable clock. WithBackOff(initial, max)
+//     sets the delays, as images.WithBackOff does for pulls;
+//     WithSharedBackOff shares one BackOff between Syncers.
 //
 // Each decision carries a reason a person can read (Actions.SandboxReason,
 // KillPodReason, Waiting, the kill messages) and Actions.String() sums
@@ -45,4 +47,16 @@
 // created) a pod whose UID, namespace, name, container or volume names the
 // API server would reject, since they become host paths. DefaultVolumes
 // refuses a hostPath volume with an empty path ("path is empty").
+//
+// # Logs and concurrency
+//
+// SyncPod logs to the logr.Logger in its context
+// (logr.FromContextOrDiscard; attach one with logr.NewContext), so logs are
+// discarded by default; the decisions at V(3), failed starts at V(2). No log
+// line carries credentials: pull secrets go only to the image manager.
+//
+// A Syncer may sync many pods at once, but must not sync one pod twice at
+// once: two concurrent SyncPod calls for the same pod can both see no
+// sandbox and both create one. Callers serialise per pod (one worker per pod UID,
+// as kubelet's pod workers do).
 package podsync

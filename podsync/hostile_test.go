@@ -30,7 +30,7 @@ func TestNilOptionsFallBack(t *testing.T) {
 	defer ims.Close()
 	root := t.TempDir()
 	s := podsync.NewSyncer(f, ims, podsync.WithClock(nil), podsync.WithRecorder(nil), podsync.WithRuntimeHandler(nil),
-		podsync.WithHTTPClient(nil), podsync.WithImageService(nil), podsync.WithTrace(nil), podsync.WithBackOff(nil),
+		podsync.WithHTTPClient(nil), podsync.WithImageService(nil), podsync.WithTrace(nil), podsync.WithSharedBackOff(nil),
 		podsync.WithRootDir(root), podsync.WithPodLogsDir(filepath.Join(root, "logs")))
 	pod := demoPod()
 	st, err := s.Status(context.Background(), pod)

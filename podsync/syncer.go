@@ -44,6 +44,8 @@ type options struct {
 	recorder     images.EventRecorder
 	clock        clock.Clock
 	backoff      *BackOff
+	backoffInit  time.Duration
+	backoffMax   time.Duration
 	probes       ProbeResults
 	volumes      VolumeProvider
 	env          EnvResolver
@@ -68,9 +70,18 @@ func WithRecorder(r images.EventRecorder) Option { return func(o *options) { o.r
 // WithClock sets the clock for back-off and durations.
 func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
 
-// WithBackOff shares a restart back-off (default: a new one with kubelet's
-// delays on the Syncer's clock).
-func WithBackOff(b *BackOff) Option { return func(o *options) { o.backoff = b } }
+// WithBackOff sets the restart back-off's (CrashLoopBackOff's) initial and
+// maximum delay (default: DefaultBackOffInitial, DefaultBackOffMax), as
+// images.WithBackOff does for pulls. The back-off runs on the Syncer's
+// clock.
+func WithBackOff(initial, max time.Duration) Option {
+	return func(o *options) { o.backoffInit, o.backoffMax = initial, max }
+}
+
+// WithSharedBackOff makes the Syncer use b as its restart back-off, so
+// several Syncers (or a Syncer rebuilt after a restart) share one. It
+// overrides WithBackOff's delays; nil means a new back-off.
+func WithSharedBackOff(b *BackOff) Option { return func(o *options) { o.backoff = b } }
 
 // WithProbes gives liveness and startup results (default: none yet).
 func WithProbes(p ProbeResults) Option { return func(o *options) { o.probes = p } }
@@ -145,7 +156,8 @@ type Syncer struct {
 
 // NewSyncer returns a Syncer over rt that pulls images with ims.
 func NewSyncer(rt runtime.RuntimeService, ims ImageEnsurer, opts ...Option) *Syncer {
-	o := options{clock: clock.RealClock{}, handler: func(*corev1.Pod) string { return "" }, httpClient: &http.Client{Timeout: 30 * time.Second}}
+	o := options{clock: clock.RealClock{}, handler: func(*corev1.Pod) string { return "" }, httpClient: &http.Client{Timeout: 30 * time.Second},
+		backoffInit: DefaultBackOffInitial, backoffMax: DefaultBackOffMax}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -170,7 +182,7 @@ func NewSyncer(rt runtime.RuntimeService, ims ImageEnsurer, opts ...Option) *Syn
 		o.recorder = nopRecorder{}
 	}
 	if o.backoff == nil {
-		o.backoff = NewBackOff(o.clock, DefaultBackOffInitial, DefaultBackOffMax)
+		o.backoff = NewBackOff(o.clock, o.backoffInit, o.backoffMax)
 	}
 	if o.volumes == nil {
 		o.volumes = DefaultVolumes{RootDir: o.node.RootDir}
