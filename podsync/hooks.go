@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/podstart/podstart/images"
 	"github.com/podstart/podstart/runtime"
 )
 
@@ -36,34 +35,6 @@ func gracePeriod(pod *corev1.Pod, c *corev1.Container, reason KillReason) int64 
 		return g
 	}
 	return minGracePeriod
-}
-
-// killContainer is kubelet's: the pre-stop hook within the grace period,
-// then StopContainer with what is left (at least 2 s). NotFound counts as
-// done.
-func (s *Syncer) killContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id, message string, reason KillReason) error {
-	return s.traced("kill", c.Name, func() error {
-		grace := gracePeriod(pod, c, reason)
-		if message == "" {
-			message = fmt.Sprintf("Stopping container %s", c.Name)
-		}
-		s.o.recorder.Eventf(images.ContainerRef(pod, c), corev1.EventTypeNormal, "Killing", "%s", message)
-		if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && grace > 0 {
-			start := s.o.clock.Now()
-			hctx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second)
-			if msg, err := s.runHook(hctx, pod, c, id, c.Lifecycle.PreStop, ""); err != nil {
-				s.o.recorder.Eventf(images.ContainerRef(pod, c), corev1.EventTypeWarning, "FailedPreStopHook", "%s", msg)
-			}
-			cancel()
-			grace -= int64(s.o.clock.Since(start).Seconds())
-		}
-		grace = max(grace, minGracePeriod)
-		err := runtime.Classify(s.rt.StopContainer(ctx, id, grace))
-		if err != nil && !errors.Is(err, runtime.ErrNotFound) {
-			return err
-		}
-		return nil
-	})
 }
 
 // runHook runs an exec or HTTP GET lifecycle handler, returning kubelet's

@@ -39,6 +39,11 @@ type ContainerStatus struct {
 	// does not track it; podstart uses it to tell an app container that
 	// exited in the current sandbox from one of a previous sandbox.
 	SandboxID string
+	// LogPath is the instance's log file on the host.
+	LogPath string
+	// Annotations are the instance's CRI annotations (kubelet's: hash,
+	// restart count, grace periods, pre-stop hook).
+	Annotations map[string]string
 }
 
 // PodStatus is a pod as the runtime reports it (kubelet's

@@ -257,6 +257,7 @@ func toContainerStatus(c *runtimeapi.Container, s *runtimeapi.ContainerStatus) *
 		CreatedAt: unixNano(s.CreatedAt), StartedAt: unixNano(s.StartedAt), FinishedAt: unixNano(s.FinishedAt),
 		ExitCode: int(s.ExitCode), Reason: s.Reason, Message: s.Message,
 		Image: s.GetImage().GetImage(), ImageRef: s.ImageRef,
+		LogPath: s.LogPath, Annotations: s.Annotations,
 	}
 	if name := s.Labels[LabelContainerName]; name != "" {
 		cs.Name = name
@@ -277,6 +278,11 @@ func toContainerStatus(c *runtimeapi.Container, s *runtimeapi.ContainerStatus) *
 		cs.State = ContainerStateUnknown
 	}
 	return cs
+}
+
+// neverStarted: created, and no start ever reached the runtime.
+func neverStarted(cs *ContainerStatus) bool {
+	return cs.State == ContainerStateCreated && cs.StartedAt.IsZero()
 }
 
 func unixNano(n int64) time.Time {
@@ -313,6 +319,13 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 	}
 	log := logr.FromContextOrDiscard(ctx).WithValues("pod", pod.Namespace+"/"+pod.Name)
 	status = readOnly(status)
+	if pod.DeletionTimestamp != nil {
+		// Kubelet's pod worker sends a deleted pod to syncTerminatingPod:
+		// killed with its effective grace period, never started again.
+		grace := EffectiveGracePeriod(pod, nil)
+		log.V(3).Info("Pod is being deleted: killing it", "gracePeriod", grace)
+		return s.KillPod(ctx, pod, status, &grace)
+	}
 	actions := ComputePodActions(pod, status, s.o.probes)
 	log.V(3).Info("Computed pod actions", "actions", actions.String())
 	podRef := images.ContainerRef(pod, nil)
@@ -322,7 +335,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 
 	// Kill.
 	if actions.KillPod && (len(status.SandboxStatuses) > 0 || len(status.ContainerStatuses) > 0) {
-		kill := s.killPod(ctx, pod, status)
+		kill := s.KillPod(ctx, pod, status, nil)
 		result.Results = append(result.Results, kill.Results...)
 		if kill.Error() != nil {
 			return result
@@ -486,7 +499,18 @@ func (s *Syncer) startContainer(ctx context.Context, sandboxID string, sandboxCo
 	}
 
 	restartCount := 0
-	if cs := status.FindContainerStatusByName(c.Name); cs != nil {
+	if cs := status.FindContainerStatusByName(c.Name); cs != nil && neverStarted(cs) {
+		// An instance created but never started: the answer to its
+		// CreateContainer was lost, or its start never came. It did not
+		// run, so its attempt is reused rather than counted as a restart,
+		// and it goes first: the runtime holds its name.
+		if err := runtime.Classify(s.rt.RemoveContainer(ctx, cs.ID)); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			msg = fmt.Sprintf("remove container %s that never started: %v", cs.ID, err)
+			s.o.recorder.Eventf(ref, corev1.EventTypeWarning, "Failed", "Error: %v", msg)
+			return msg, stepError(ErrCreateContainer, err)
+		}
+		restartCount = cs.RestartCount
+	} else if cs != nil {
 		restartCount = cs.RestartCount + 1
 	} else {
 		restartCount = restartCountFromLogs(criconfig.PodLogDir(s.o.node, pod) + "/" + c.Name)
@@ -539,44 +563,6 @@ func (s *Syncer) startContainer(ctx context.Context, sandboxID string, sandboxCo
 		}
 	}
 	return "", nil
-}
-
-// killPod stops every running container of the pod, then every sandbox.
-func (s *Syncer) killPod(ctx context.Context, pod *corev1.Pod, status *PodStatus) Result {
-	var result Result
-	byName := map[string]*corev1.Container{}
-	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range list {
-			byName[list[i].Name] = &list[i]
-		}
-	}
-	for i := range pod.Spec.EphemeralContainers {
-		c := corev1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
-		byName[c.Name] = &c
-	}
-	_ = s.traced("kill-pod", "", func() error {
-		for _, cs := range status.ContainerStatuses {
-			if cs.State != ContainerStateRunning && cs.State != ContainerStateUnknown && cs.State != ContainerStateCreated {
-				continue
-			}
-			sr := result.add(ActionKillContainer, cs.Name)
-			c := byName[cs.Name]
-			if c == nil {
-				c = &corev1.Container{Name: cs.Name}
-			}
-			if err := s.killContainer(ctx, pod, c, cs.ID, "", KillReasonNone); err != nil {
-				sr.Err, sr.Message = stepError(ErrKillContainer, err), err.Error()
-			}
-		}
-		for _, sb := range status.SandboxStatuses {
-			sr := result.add(ActionKillPodSandbox, podName(pod))
-			if err := runtime.Classify(s.rt.StopPodSandbox(ctx, sb.Id)); err != nil && !errors.Is(err, runtime.ErrNotFound) {
-				sr.Err, sr.Message = stepError(ErrKillPodSandbox, err), err.Error()
-			}
-		}
-		return result.Error()
-	})
-	return result
 }
 
 // purgeInitContainers removes every init container instance, before a new
