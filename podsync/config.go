@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -123,6 +124,10 @@ func (s *Syncer) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1
 	vols, err := volumes()
 	if err != nil {
 		return nil, err
+	}
+	logDir := filepath.Join(criconfig.PodLogDir(s.o.node, pod), c.Name)
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create container log directory for container %s failed: %v", c.Name, err)
 	}
 	ms, err := mounts.Make(ctx, mounts.Request{Pod: pod, Container: c, Volumes: vols, PodDir: criconfig.PodDir(s.o.node, pod), PodIPs: podIPs, Env: envMap}, s.o.mountOpts...)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"sort"
 	"strconv"
 	"time"
@@ -56,6 +57,7 @@ type options struct {
 	mountOpts    []mounts.Option
 	httpClient   *http.Client
 	trace        func(Step)
+	mountPoints  func() ([]string, error)
 }
 
 // Defaults, as kubelet's.
@@ -177,6 +179,9 @@ func NewSyncer(rt runtime.RuntimeService, ims ImageEnsurer, opts ...Option) *Syn
 	o.node = criconfig.FromHost(o.node)
 	if o.imageService == nil {
 		o.imageService, _ = rt.(runtime.ImageService)
+	}
+	if o.mountPoints == nil {
+		o.mountPoints = hostMountPoints
 	}
 	if o.recorder == nil {
 		o.recorder = nopRecorder{}
@@ -460,6 +465,10 @@ func (s *Syncer) createSandbox(ctx context.Context, pod *corev1.Pod, cfg *runtim
 		if cfgErr != nil {
 			msg = cfgErr.Error()
 			return stepError(ErrCreatePodSandbox, cfgErr)
+		}
+		if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
+			msg = fmt.Sprintf("Failed to create log directory for pod %q: %v", podName(pod), err)
+			return stepError(ErrCreatePodSandbox, err)
 		}
 		var err error
 		if id, err = s.rt.RunPodSandbox(ctx, cfg, s.o.handler(pod)); err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -66,6 +67,7 @@ type container struct {
 	startedAt int64
 	exitedAt  int64
 	exit      Exit
+	logPath   string // as containerd: the sandbox's log directory joined with the config's log path
 }
 
 // Exit is how a container ended.
@@ -572,6 +574,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 	}
 	c := &container{
 		id: r.newID("container"), sandboxID: sandboxID, config: clone(config), imageRef: img.Id,
+		logPath: joinLogPath(s.config.GetLogDirectory(), config.GetLogPath()),
 		state: runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.now(),
 	}
 	r.containers[c.id] = c
@@ -701,7 +704,7 @@ func (r *Runtime) ContainerStatus(ctx context.Context, id string, verbose bool) 
 		CreatedAt: c.createdAt, StartedAt: c.startedAt, FinishedAt: c.exitedAt,
 		Image: clone(c.config.Image), ImageRef: c.imageRef,
 		Labels: maps.Clone(c.config.Labels), Annotations: maps.Clone(c.config.Annotations),
-		Mounts: cloneAll(c.config.Mounts), LogPath: c.config.LogPath,
+		Mounts: cloneAll(c.config.Mounts), LogPath: c.logPath,
 	}
 	if c.state == runtimeapi.ContainerState_CONTAINER_EXITED {
 		st.ExitCode, st.Reason, st.Message = c.exit.Code, c.exit.Reason, c.exit.Message
@@ -795,4 +798,13 @@ func cloneAll[T proto.Message](ms []T) []T {
 		out[i] = clone(m)
 	}
 	return out
+}
+
+// joinLogPath is containerd's: the container's log path is relative to
+// its sandbox's log directory; either may be empty.
+func joinLogPath(dir, path string) string {
+	if dir == "" || path == "" {
+		return path
+	}
+	return filepath.Join(dir, path)
 }

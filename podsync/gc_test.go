@@ -1,0 +1,281 @@
+package podsync_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstart/podstart/podsync"
+	"github.com/podstart/podstart/runtime"
+	"github.com/podstart/podstart/runtime/fake"
+)
+
+// lossy passes calls through to the runtime, then loses the answer of the
+// next call of one method: lost (the connection died) or hung (the caller
+// waits until its deadline).
+type lossy struct {
+	runtime.Runtime
+	method string
+	hang   bool
+	lost   int
+}
+
+func (l *lossy) lose(ctx context.Context, method string) error {
+	if l.method != method || l.lost > 0 {
+		return nil
+	}
+	l.lost++
+	if l.hang {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return status.Error(codes.Unavailable, "connection reset by peer")
+}
+
+func (l *lossy) CreateContainer(ctx context.Context, sb string, cfg *runtimeapi.ContainerConfig, sbc *runtimeapi.PodSandboxConfig) (string, error) {
+	id, err := l.Runtime.CreateContainer(ctx, sb, cfg, sbc)
+	if err == nil {
+		if lerr := l.lose(ctx, "CreateContainer"); lerr != nil {
+			return "", lerr
+		}
+	}
+	return id, err
+}
+
+func (l *lossy) RunPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (string, error) {
+	id, err := l.Runtime.RunPodSandbox(ctx, cfg, handler)
+	if err == nil {
+		if lerr := l.lose(ctx, "RunPodSandbox"); lerr != nil {
+			return "", lerr
+		}
+	}
+	return id, err
+}
+
+func appPod(name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", UID: types.UID("uid-" + name)},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways,
+			Containers: []corev1.Container{{Name: "app", Image: "nginx:1", TerminationMessagePath: "/dev/termination-log"}}},
+	}
+}
+
+// instances counts the runtime's container instances and sandboxes of a pod.
+func instances(t *testing.T, f *fake.Runtime, pod *corev1.Pod) (containers []*runtimeapi.Container, sandboxes []*runtimeapi.PodSandbox) {
+	t.Helper()
+	pods, err := podsync.ListPods(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		if p.UID == pod.UID {
+			return p.Containers, p.Sandboxes
+		}
+	}
+	return nil, nil
+}
+
+func restartCount(t *testing.T, f *fake.Runtime, id string) string {
+	resp, err := f.ContainerStatus(context.Background(), id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Status.Annotations[podsync.AnnotationContainerRestartCount]
+}
+
+// A lost or hung answer leaves an instance, or a sandbox, the caller never
+// heard of. After the next sync and one collection pass exactly one
+// instance and one sandbox remain, with true restart counts.
+func TestLostAnswers(t *testing.T) {
+	cases := []struct {
+		name, method string
+		hang, kill   bool
+	}{
+		{"create-lost", "CreateContainer", false, false},
+		{"create-hung", "CreateContainer", true, false},
+		{"sandbox-lost", "RunPodSandbox", false, false},
+		{"sandbox-lost-then-runtime-died", "RunPodSandbox", false, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, false, nil)
+			l := &lossy{Runtime: h.fake, method: c.method, hang: c.hang}
+			h.rt = l
+			h.syncer = podsync.NewSyncer(l, h.ims, h.opts...)
+			pod := appPod("lost")
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			st, _ := h.syncer.Status(ctx, pod)
+			if err := h.syncer.SyncPod(ctx, pod, st, nil).Error(); err == nil {
+				t.Fatal("first sync did not fail")
+			}
+			cancel()
+			if c.kill {
+				_, sbs := instances(t, h.fake, pod)
+				if err := h.fake.KillSandbox(sbs[0].Id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h.converge(pod, 3)
+			if err := h.syncer.GarbageCollect(context.Background(), podsync.DefaultGCPolicy, nil); err != nil {
+				t.Fatal(err)
+			}
+			cs, sbs := instances(t, h.fake, pod)
+			if len(cs) != 1 || len(sbs) != 1 {
+				t.Fatalf("%d instances and %d sandboxes remain, want 1 and 1", len(cs), len(sbs))
+			}
+			if cs[0].State != runtimeapi.ContainerState_CONTAINER_RUNNING || cs[0].PodSandboxId != sbs[0].Id {
+				t.Fatalf("the instance left is %s in sandbox %s, want running in %s", cs[0].State, cs[0].PodSandboxId, sbs[0].Id)
+			}
+			if n := restartCount(t, h.fake, cs[0].Id); n != "0" {
+				t.Fatalf("restart count %s, want 0: the lost instance never ran", n)
+			}
+		})
+	}
+}
+
+// Five crashes leave six instances; a collection pass keeps the running
+// one and the newest dead one, and removes the others' log files.
+func TestGarbageCollectDeadInstances(t *testing.T) {
+	h := newHarness(t, false, nil)
+	pod := appPod("crashy")
+	h.converge(pod, 3)
+	for i := 0; i < 5; i++ {
+		cs, _ := instances(t, h.fake, pod)
+		if err := h.fake.ExitContainer(cs[0].Id, fake.Exit{Code: 1}); err != nil {
+			t.Fatal(err)
+		}
+		h.clk.Step(10 * time.Minute)
+		h.converge(pod, 3)
+	}
+	cs, _ := instances(t, h.fake, pod)
+	if len(cs) != 6 {
+		t.Fatalf("%d instances before collection, want 6", len(cs))
+	}
+	logs := map[string]string{}
+	for _, c := range cs {
+		resp, _ := h.fake.ContainerStatus(context.Background(), c.Id, false)
+		logs[c.Id] = resp.Status.LogPath
+		if err := os.MkdirAll(filepath.Dir(resp.Status.LogPath), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(resp.Status.LogPath, []byte("log\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Too young to collect under a 1 h minimum age.
+	if err := h.syncer.GarbageCollect(context.Background(), podsync.GCPolicy{MinAge: time.Hour, MaxPerPodContainer: 1, MaxContainers: -1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := instances(t, h.fake, pod); len(got) != 6 {
+		t.Fatalf("min age ignored: %d instances left", len(got))
+	}
+	if err := h.syncer.GarbageCollect(context.Background(), podsync.DefaultGCPolicy, nil); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := instances(t, h.fake, pod)
+	if len(left) != 2 || left[0].State != runtimeapi.ContainerState_CONTAINER_RUNNING || left[1].State != runtimeapi.ContainerState_CONTAINER_EXITED {
+		t.Fatalf("left %v, want the running instance and the newest dead one", left)
+	}
+	kept := map[string]bool{left[0].Id: true, left[1].Id: true}
+	for id, path := range logs {
+		_, err := os.Stat(path)
+		if kept[id] != (err == nil) {
+			t.Errorf("log of %s (kept %v): stat err %v", id, kept[id], err)
+		}
+	}
+	// The next start counts on from the dead instance kept.
+	if err := h.fake.ExitContainer(left[0].Id, fake.Exit{Code: 1}); err != nil {
+		t.Fatal(err)
+	}
+	h.clk.Step(10 * time.Minute)
+	h.converge(pod, 3)
+	left, _ = instances(t, h.fake, pod)
+	if n := restartCount(t, h.fake, left[0].Id); n != "6" {
+		t.Fatalf("restart count %s after GC, want 6", n)
+	}
+}
+
+// Pods the caller no longer wants go entirely: containers, sandboxes, pod
+// and log directories, and directories of pods the runtime forgot.
+func TestGarbageCollectUnwantedPods(t *testing.T) {
+	h := newHarness(t, false, nil)
+	keep, drop1, drop2 := appPod("keep"), appPod("drop1"), appPod("drop2")
+	for _, p := range []*corev1.Pod{keep, drop1, drop2} {
+		h.converge(p, 3)
+	}
+	stray := filepath.Join(h.root, "pods", "uid-stray", "volumes")
+	strayLog := filepath.Join(h.root, "logs", "shop_stray_uid-stray")
+	for _, d := range []string{stray, strayLog} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pods, err := podsync.ListPods(context.Background(), h.fake)
+	if err != nil || len(pods) != 3 || pods[0].Name != "drop1" || pods[2].Name != "keep" {
+		t.Fatalf("ListPods: %v %v", pods, err)
+	}
+	h.fake.ResetCalls()
+	wanted := func(uid types.UID) bool { return uid == keep.UID }
+	if err := h.syncer.GarbageCollect(context.Background(), podsync.DefaultGCPolicy, wanted); err != nil {
+		t.Fatal(err)
+	}
+	if h.fake.CallCount("StopContainer") != 2 {
+		t.Errorf("%d StopContainer calls, want the 2 unwanted running containers", h.fake.CallCount("StopContainer"))
+	}
+	pods, _ = podsync.ListPods(context.Background(), h.fake)
+	if len(pods) != 1 || pods[0].UID != keep.UID || len(pods[0].Containers) != 1 {
+		t.Fatalf("left on the runtime: %+v", pods)
+	}
+	for _, d := range []string{
+		filepath.Join(h.root, "pods", "uid-drop1"), filepath.Join(h.root, "logs", "shop_drop1_uid-drop1"),
+		filepath.Join(h.root, "pods", "uid-drop2"), filepath.Join(h.root, "pods", "uid-stray"), strayLog,
+	} {
+		if _, err := os.Lstat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s remains (%v)", d, err)
+		}
+	}
+	for _, d := range []string{filepath.Join(h.root, "pods", "uid-keep"), filepath.Join(h.root, "logs", "shop_keep_uid-keep")} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("wanted pod's %s is gone: %v", d, err)
+		}
+	}
+}
+
+// A pod directory with a mount under it is kept, whatever else goes.
+func TestRemovePodKeepsMountedDir(t *testing.T) {
+	h := newHarness(t, false, nil)
+	pod := appPod("mounted")
+	h.converge(pod, 3)
+	dir := filepath.Join(h.root, "pods", string(pod.UID))
+	if err := os.MkdirAll(filepath.Join(dir, "volumes", "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	podsync.SetMountPoints(h.syncer, func() ([]string, error) { return []string{"/", filepath.Join(dir, "volumes", "data")}, nil })
+	err := h.syncer.RemovePod(context.Background(), pod.UID)
+	if !errors.Is(err, podsync.ErrPodDirInUse) {
+		t.Fatalf("RemovePod: %v, want ErrPodDirInUse", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "volumes", "data")); err != nil {
+		t.Fatalf("mounted directory removed: %v", err)
+	}
+	if cs, sbs := instances(t, h.fake, pod); len(cs)+len(sbs) != 0 {
+		t.Fatalf("runtime still holds %d containers, %d sandboxes", len(cs), len(sbs))
+	}
+	podsync.SetMountPoints(h.syncer, func() ([]string, error) { return []string{"/"}, nil })
+	if err := h.syncer.RemovePod(context.Background(), pod.UID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("pod dir remains: %v", err)
+	}
+}
