@@ -575,7 +575,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 	c := &container{
 		id: r.newID("container"), sandboxID: sandboxID, config: clone(config), imageRef: img.Id,
 		logPath: joinLogPath(s.config.GetLogDirectory(), config.GetLogPath()),
-		state: runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.now(),
+		state:   runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.now(),
 	}
 	r.containers[c.id] = c
 	return c.id, nil
