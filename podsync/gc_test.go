@@ -279,3 +279,39 @@ func TestRemovePodKeepsMountedDir(t *testing.T) {
 		t.Fatalf("pod dir remains: %v", err)
 	}
 }
+
+// A fresh pod with 2 init and 3 app containers, started by a Status and
+// SyncPod loop, costs at most 1.2 times the bare sequence: the calls that
+// change something, ImageStatus per container, and per sync one
+// ListPodSandbox, one PodSandboxStatus and one ListContainers, plus one
+// ContainerStatus per instance.
+func TestCRICallsPerFreshPod(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			h := newHarness(t, tr.wire, []fake.Option{fake.WithStartFunc(exitInits(nil))})
+			pod := demoPod()
+			pod.Spec.InitContainers = []corev1.Container{pod.Spec.InitContainers[0], pod.Spec.InitContainers[2]}
+			pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "third", Image: "nginx:1"})
+			syncs := h.converge(pod, 10)
+			total := len(h.fake.Calls())
+			changes := 0
+			for _, m := range []string{"RunPodSandbox", "PullImage", "ImageStatus", "CreateContainer", "StartContainer"} {
+				changes += h.fake.CallCount(m)
+			}
+			statusRounds := h.fake.CallCount("ListPodSandbox")
+			bare := changes + 1 + 3*statusRounds + 5
+			t.Logf("%d syncs: %d CRI calls, bare sequence %d (%.2fx); by method: %v", syncs, total, bare, float64(total)/float64(bare), callsByMethod(h.fake))
+			if float64(total) > 1.2*float64(bare) {
+				t.Fatalf("%d CRI calls, more than 1.2 x the bare %d", total, bare)
+			}
+		})
+	}
+}
+
+func callsByMethod(f *fake.Runtime) map[string]int {
+	out := map[string]int{}
+	for _, c := range f.Calls() {
+		out[c.Method]++
+	}
+	return out
+}

@@ -146,14 +146,16 @@ func WithTrace(f func(Step)) Option { return func(o *options) { o.trace = f } }
 
 // Syncer carries out ComputePodActions over CRI: kubelet's SyncPod and
 // startContainer as a library. It keeps no pod state of its own (the
-// runtime holds it; the restart back-off is shared through BackOff), so a
-// new Syncer over the same runtime carries on where another stopped.
+// runtime holds it; the restart back-off is shared through BackOff; the
+// status cache only saves asking the runtime twice), so a new Syncer over
+// the same runtime carries on where another stopped.
 // Pods must be defaulted as the API server does (defaults.Pod for a pod
 // that did not come from one): empty fields are not read as their defaults.
 type Syncer struct {
 	rt     runtime.RuntimeService
 	images ImageEnsurer
 	o      options
+	cache  *StatusCache
 }
 
 // NewSyncer returns a Syncer over rt that pulls images with ims.
@@ -193,7 +195,7 @@ func NewSyncer(rt runtime.RuntimeService, ims ImageEnsurer, opts ...Option) *Syn
 		o.volumes = DefaultVolumes{RootDir: o.node.RootDir}
 	}
 	o.mountOpts = append([]mounts.Option{mounts.WithClusterDomain(o.node.ClusterDomain)}, o.mountOpts...)
-	return &Syncer{rt: rt, images: ims, o: o}
+	return &Syncer{rt: rt, images: ims, o: o, cache: NewStatusCache(rt)}
 }
 
 // BackOff returns the Syncer's restart back-off.
@@ -201,52 +203,17 @@ func (s *Syncer) BackOff() *BackOff { return s.o.backoff }
 
 // Status rebuilds the pod's PodStatus from the runtime alone, from the
 // labels and annotations SyncPod writes: sandboxes and container instances
-// newest first, the pod IPs of the newest ready sandbox.
+// newest first, the pod IPs of the newest sandbox when it is ready. It
+// lists the pod's sandboxes and containers and asks for the details of
+// only the instances that are new or changed since the Syncer last looked
+// (StatusCache).
 func (s *Syncer) Status(ctx context.Context, pod *corev1.Pod) (*PodStatus, error) {
-	sel := map[string]string{LabelPodUID: string(pod.UID)}
-	sandboxes, err := s.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
-	if err != nil {
-		return nil, fmt.Errorf("list sandboxes of pod %s: %w", podName(pod), runtime.Classify(err))
-	}
-	st := &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
-	for _, sb := range sandboxes {
-		resp, err := s.rt.PodSandboxStatus(ctx, sb.Id, false)
-		if errors.Is(runtime.Classify(err), runtime.ErrNotFound) {
-			continue // removed meanwhile
-		}
-		if err != nil {
-			return nil, fmt.Errorf("status of sandbox %s: %w", sb.Id, runtime.Classify(err))
-		}
-		st.SandboxStatuses = append(st.SandboxStatuses, resp.Status)
-	}
-	sort.SliceStable(st.SandboxStatuses, func(i, j int) bool {
-		return st.SandboxStatuses[i].CreatedAt > st.SandboxStatuses[j].CreatedAt
-	})
-	for _, sb := range st.SandboxStatuses {
-		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY && sb.GetNetwork().GetIp() != "" {
-			st.IPs = append([]string{sb.Network.Ip}, ipsOf(sb.Network.AdditionalIps)...)
-			break
-		}
-	}
-	containers, err := s.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
-	if err != nil {
-		return nil, fmt.Errorf("list containers of pod %s: %w", podName(pod), runtime.Classify(err))
-	}
-	for _, c := range containers {
-		resp, err := s.rt.ContainerStatus(ctx, c.Id, false)
-		if errors.Is(runtime.Classify(err), runtime.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("status of container %s: %w", c.Id, runtime.Classify(err))
-		}
-		st.ContainerStatuses = append(st.ContainerStatuses, toContainerStatus(c, resp.Status))
-	}
-	sort.SliceStable(st.ContainerStatuses, func(i, j int) bool {
-		return st.ContainerStatuses[i].CreatedAt.After(st.ContainerStatuses[j].CreatedAt)
-	})
-	return st, nil
+	return s.cache.PodStatus(ctx, pod)
 }
+
+// StatusCache returns the Syncer's status cache, so a node-wide relist
+// (StatusCache.Relist) and Status share what they learnt.
+func (s *Syncer) StatusCache() *StatusCache { return s.cache }
 
 func ipsOf(ips []*runtimeapi.PodIP) []string {
 	out := make([]string, 0, len(ips))

@@ -1,0 +1,209 @@
+package podsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstart/podstart/runtime"
+)
+
+// StatusCache builds PodStatus from the runtime as kubelet's generic PLEG
+// and runtime cache do: it lists sandboxes and containers, and asks for an
+// instance's details (ContainerStatus, PodSandboxStatus) only when the
+// instance is new or its state changed since it last looked. An exited
+// instance never changes again and a running one changes only by leaving
+// that state, so the cached details stay true; an instance in unknown
+// state is asked about every time. It is safe for concurrent use.
+//
+// Returned statuses share ContainerStatus values and maps with the cache:
+// read them, do not modify them.
+type StatusCache struct {
+	rt runtime.RuntimeService
+
+	mu         sync.Mutex
+	containers map[string]cachedContainer
+	sandboxes  map[string]cachedSandbox
+}
+
+type cachedContainer struct {
+	uid    types.UID
+	state  runtimeapi.ContainerState
+	status *ContainerStatus
+}
+
+type cachedSandbox struct {
+	uid    types.UID
+	state  runtimeapi.PodSandboxState
+	status *runtimeapi.PodSandboxStatus
+}
+
+// NewStatusCache returns an empty cache over rt.
+func NewStatusCache(rt runtime.RuntimeService) *StatusCache {
+	return &StatusCache{rt: rt, containers: map[string]cachedContainer{}, sandboxes: map[string]cachedSandbox{}}
+}
+
+// PodStatus returns one pod's status: ListPodSandbox and ListContainers
+// filtered by its UID, plus a status call for each changed instance.
+func (c *StatusCache) PodStatus(ctx context.Context, pod *corev1.Pod) (*PodStatus, error) {
+	sel := map[string]string{LabelPodUID: string(pod.UID)}
+	sandboxes, err := c.rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes of pod %s: %w", podName(pod), runtime.Classify(err))
+	}
+	containers, err := c.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list containers of pod %s: %w", podName(pod), runtime.Classify(err))
+	}
+	statuses, _, err := c.update(ctx, sandboxes, containers, func(uid types.UID) bool { return uid == pod.UID })
+	if err != nil {
+		return nil, err
+	}
+	st := statuses[pod.UID]
+	if st == nil {
+		st = &PodStatus{UID: pod.UID}
+	}
+	st.Name, st.Namespace = pod.Name, pod.Namespace
+	return st, nil
+}
+
+// Relist is one generic PLEG relist for the whole node: one
+// ListPodSandbox, one ListContainers, and a status call only for
+// instances that are new or changed. It returns every pod that carries
+// kubelet's labels, by UID, and the UIDs of the pods that changed since
+// the last relist (new pods, new or changed instances, instances gone).
+func (c *StatusCache) Relist(ctx context.Context) (map[types.UID]*PodStatus, []types.UID, error) {
+	sandboxes, err := c.rt.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list sandboxes: %w", runtime.Classify(err))
+	}
+	containers, err := c.rt.ListContainers(ctx, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list containers: %w", runtime.Classify(err))
+	}
+	return c.update(ctx, sandboxes, containers, func(types.UID) bool { return true })
+}
+
+// update refreshes the cache from listed instances; scope says which pods
+// the lists covered, so entries of those pods that were not listed are gone.
+func (c *StatusCache) update(ctx context.Context, sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container, scope func(types.UID) bool) (map[types.UID]*PodStatus, []types.UID, error) {
+	changed := map[types.UID]bool{}
+	pods := map[types.UID]*PodStatus{}
+	pod := func(labels map[string]string) *PodStatus {
+		uid := types.UID(labels[LabelPodUID])
+		if uid == "" {
+			return nil
+		}
+		p := pods[uid]
+		if p == nil {
+			p = &PodStatus{UID: uid, Name: labels[LabelPodName], Namespace: labels[LabelPodNamespace]}
+			pods[uid] = p
+		}
+		return p
+	}
+	seen := map[string]bool{}
+	for _, sb := range sandboxes {
+		p := pod(sb.Labels)
+		if p == nil {
+			continue
+		}
+		seen[sb.Id] = true
+		c.mu.Lock()
+		e, ok := c.sandboxes[sb.Id]
+		c.mu.Unlock()
+		if !ok || e.state != sb.State {
+			resp, err := c.rt.PodSandboxStatus(ctx, sb.Id, false)
+			if errors.Is(runtime.Classify(err), runtime.ErrNotFound) {
+				continue // removed meanwhile
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("status of sandbox %s: %w", sb.Id, runtime.Classify(err))
+			}
+			if resp.GetStatus() == nil {
+				return nil, nil, fmt.Errorf("status of sandbox %s: runtime returned none", sb.Id)
+			}
+			e = cachedSandbox{uid: p.UID, state: resp.Status.State, status: resp.Status}
+			c.mu.Lock()
+			c.sandboxes[sb.Id] = e
+			c.mu.Unlock()
+			changed[p.UID] = true
+		}
+		p.SandboxStatuses = append(p.SandboxStatuses, e.status)
+	}
+	for _, ct := range containers {
+		p := pod(ct.Labels)
+		if p == nil {
+			continue
+		}
+		seen[ct.Id] = true
+		c.mu.Lock()
+		e, ok := c.containers[ct.Id]
+		c.mu.Unlock()
+		if !ok || e.state != ct.State || ct.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
+			resp, err := c.rt.ContainerStatus(ctx, ct.Id, false)
+			if errors.Is(runtime.Classify(err), runtime.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("status of container %s: %w", ct.Id, runtime.Classify(err))
+			}
+			if resp.GetStatus() == nil {
+				return nil, nil, fmt.Errorf("status of container %s: runtime returned none", ct.Id)
+			}
+			// The listed state is the key: a later status may already say
+			// more, and the next list will say so too.
+			e = cachedContainer{uid: p.UID, state: ct.State, status: toContainerStatus(ct, resp.Status)}
+			c.mu.Lock()
+			c.containers[ct.Id] = e
+			c.mu.Unlock()
+			changed[p.UID] = true
+		}
+		p.ContainerStatuses = append(p.ContainerStatuses, e.status)
+	}
+	c.mu.Lock()
+	for id, e := range c.containers {
+		if !seen[id] && scope(e.uid) {
+			delete(c.containers, id)
+			changed[e.uid] = true
+		}
+	}
+	for id, e := range c.sandboxes {
+		if !seen[id] && scope(e.uid) {
+			delete(c.sandboxes, id)
+			changed[e.uid] = true
+		}
+	}
+	c.mu.Unlock()
+	for _, p := range pods {
+		finish(p)
+	}
+	uids := make([]types.UID, 0, len(changed))
+	for uid := range changed {
+		uids = append(uids, uid)
+	}
+	sort.Slice(uids, func(i, j int) bool { return uids[i] < uids[j] })
+	return pods, uids, nil
+}
+
+// finish orders instances newest first and takes the pod IPs from the
+// newest sandbox when it is ready, as kubelet's GetPodStatus does.
+func finish(st *PodStatus) {
+	sort.SliceStable(st.SandboxStatuses, func(i, j int) bool {
+		return st.SandboxStatuses[i].CreatedAt > st.SandboxStatuses[j].CreatedAt
+	})
+	sort.SliceStable(st.ContainerStatuses, func(i, j int) bool {
+		return st.ContainerStatuses[i].CreatedAt.After(st.ContainerStatuses[j].CreatedAt)
+	})
+	st.IPs = nil
+	if len(st.SandboxStatuses) > 0 {
+		if sb := st.SandboxStatuses[0]; sb.State == runtimeapi.PodSandboxState_SANDBOX_READY && sb.GetNetwork().GetIp() != "" {
+			st.IPs = append([]string{sb.Network.Ip}, ipsOf(sb.Network.AdditionalIps)...)
+		}
+	}
+}
