@@ -2,6 +2,7 @@ package images
 
 import (
 	"errors"
+	"time"
 
 	"github.com/podstart/podstart/runtime"
 )
@@ -33,7 +34,13 @@ var (
 type Error struct {
 	Reason error // one of the sentinels above
 	Err    error // the underlying error, if any
+	// Until is when the pull back-off this failure is in, or started,
+	// ends; zero when there is none.
+	Until time.Time
 }
+
+// BackOffUntil is Until, for podsync.MinBackOffExpiration.
+func (e *Error) BackOffUntil() time.Time { return e.Until }
 
 // Error is the sentinel's text: the container waiting reason.
 func (e *Error) Error() string { return e.Reason.Error() }

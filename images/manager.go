@@ -254,7 +254,7 @@ func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, contai
 			msg += ": " + prev
 		}
 		m.mu.Unlock()
-		return "", msg, &Error{Reason: ErrImagePullBackOff}
+		return "", msg, &Error{Reason: ErrImagePullBackOff, Until: m.backOffUntil(key)}
 	}
 	m.mu.Lock()
 	delete(m.prevErr, key)
@@ -280,7 +280,7 @@ func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, contai
 		if collected {
 			m.gcPrevErr()
 		}
-		return "", msg, &Error{Reason: reason, Err: res.err}
+		return "", msg, &Error{Reason: reason, Err: res.err, Until: m.backOffUntil(key)}
 	}
 	m.o.recorder.Eventf(ref, corev1.EventTypeNormal, EventPulled, "Successfully pulled image %q in %v (%v including waiting). Image size: %v bytes.",
 		requested, res.pull.Truncate(time.Millisecond), total.Truncate(time.Millisecond), res.size)
@@ -326,6 +326,15 @@ func (m *Manager) gcPrevErr() {
 			delete(m.prevErr, key)
 		}
 	}
+}
+
+// backOffUntil is when key's pull back-off ends (zero: none).
+func (m *Manager) backOffUntil(key string) time.Time {
+	e, ok := m.backoff.Lookup(key)
+	if !ok || e.Delay == 0 {
+		return time.Time{}
+	}
+	return e.LastUpdate.Add(e.Delay)
 }
 
 // BackOffState is one pod and image's pull back-off.

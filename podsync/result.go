@@ -112,3 +112,55 @@ func (e *StepError) Error() string { return e.Reason.Error() }
 func (e *StepError) Unwrap() []error { return []error{e.Reason, e.Err} }
 
 func stepError(reason, err error) error { return &StepError{Reason: reason, Err: err} }
+
+// BackOffError is a step refused because its container or image is in
+// back-off until a known time (kubelet's BackoffError, v1.34+). errors.Is
+// matches its Reason (ErrCrashLoopBackOff, images.ErrImagePullBackOff).
+type BackOffError struct {
+	Reason error
+	Until  time.Time
+}
+
+// Error is the reason's text, the container's waiting reason.
+func (e *BackOffError) Error() string { return e.Reason.Error() }
+
+// Unwrap gives the reason.
+func (e *BackOffError) Unwrap() error { return e.Reason }
+
+// BackOffUntil is when the back-off ends.
+func (e *BackOffError) BackOffUntil() time.Time { return e.Until }
+
+// MinBackOffExpiration is kubelet's: the earliest end of a back-off among
+// err and everything it wraps (any error with a BackOffUntil() time.Time
+// method, as *BackOffError and *images.Error have), and whether there is
+// one.
+func MinBackOffExpiration(err error) (time.Time, bool) {
+	var min time.Time
+	found := false
+	var walk func(error)
+	walk = func(err error) {
+		if err == nil {
+			return
+		}
+		if b, ok := err.(interface{ BackOffUntil() time.Time }); ok {
+			if t := b.BackOffUntil(); !t.IsZero() && (!found || t.Before(min)) {
+				min, found = t, true
+			}
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		}
+	}
+	walk(err)
+	return min, found
+}
+
+// NextSync is when the pod should be synced again because a back-off
+// ends: MinBackOffExpiration of the result's error. A pod worker sleeps
+// until then instead of polling.
+func (r Result) NextSync() (time.Time, bool) { return MinBackOffExpiration(r.Error()) }

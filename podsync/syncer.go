@@ -372,8 +372,8 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 		sr := result.add(ActionStartContainer, c.Name)
 		t0 := s.o.clock.Now()
 		defer func() { sr.Duration = s.o.clock.Since(t0) }()
-		if inBackOff, msg := s.doBackOff(pod, c, status); inBackOff {
-			sr.Err, sr.Message = ErrCrashLoopBackOff, msg
+		if inBackOff, msg, until := s.doBackOff(pod, c, status); inBackOff {
+			sr.Err, sr.Message = &BackOffError{Reason: ErrCrashLoopBackOff, Until: until}, msg
 			return sr.Err
 		}
 		msg, err := s.startContainer(ctx, sandboxID, sandboxConfig, c, pod, status, pullSecrets, podIP, podIPs, volumes)
@@ -408,8 +408,9 @@ func sortedKeys(m map[string]ContainerToKill) []string {
 	return keys
 }
 
-// doBackOff is kubelet's crash-loop check on the newest exited instance.
-func (s *Syncer) doBackOff(pod *corev1.Pod, c *corev1.Container, status *PodStatus) (bool, string) {
+// doBackOff is kubelet's crash-loop check on the newest exited instance;
+// the back-off ends at its finish time plus the delay.
+func (s *Syncer) doBackOff(pod *corev1.Pod, c *corev1.Container, status *PodStatus) (bool, string, time.Time) {
 	var exited *ContainerStatus
 	for _, cs := range status.ContainerStatuses {
 		if cs.Name == c.Name && cs.State == ContainerStateExited {
@@ -418,13 +419,13 @@ func (s *Syncer) doBackOff(pod *corev1.Pod, c *corev1.Container, status *PodStat
 		}
 	}
 	if exited == nil {
-		return false, ""
+		return false, "", time.Time{}
 	}
 	if in, delay := s.o.backoff.Check(Key(pod, c), exited.FinishedAt); in {
 		s.o.recorder.Eventf(images.ContainerRef(pod, c), corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", c.Name, podName(pod))
-		return true, fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", delay, c.Name, podName(pod))
+		return true, fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", delay, c.Name, podName(pod)), exited.FinishedAt.Add(delay)
 	}
-	return false, ""
+	return false, "", time.Time{}
 }
 
 func (s *Syncer) createSandbox(ctx context.Context, pod *corev1.Pod, cfg *runtimeapi.PodSandboxConfig, cfgErr error) (id string, ips []string, msg string, err error) {
