@@ -83,3 +83,12 @@ type PullProgress struct {
 type ProgressPuller interface {
 	PullImageWithProgress(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, podSandboxConfig *runtimeapi.PodSandboxConfig, progress func(PullProgress)) (string, error)
 }
+
+// ContainerEventStreamer is an optional ability of a RuntimeService: it
+// streams container events (CRI GetContainerEvents: created, started,
+// stopped, deleted) to onEvent until ctx ends or the stream breaks, and
+// returns why it ended. Callers discover it by type assertion and fall
+// back to relisting.
+type ContainerEventStreamer interface {
+	StreamContainerEvents(ctx context.Context, onEvent func(*runtimeapi.ContainerEventResponse)) error
+}

@@ -1,0 +1,52 @@
+// Package podworker drives pods through their life on one node: kubelet's
+// pod workers and generic PLEG as a library, on top of podsync.
+//
+// Workers holds one goroutine per pod. Upsert gives it the pod's newest
+// spec, Delete (or a spec with a DeletionTimestamp) ends it. A pod's syncs
+// never overlap, so two updates of one pod cannot both create a sandbox or
+// run an init container twice; different pods sync in parallel.
+//
+// A pod is synced again exactly when something may have changed:
+//
+//   - its spec was upserted;
+//   - its own sync did work: it re-reads its status at once (podsync's
+//     Status, which asks only about changed instances) and goes on until a
+//     sync has nothing left to do;
+//   - a back-off ends: a result's earliest back-off expiry
+//     (podsync.Result.NextSync) arms a timer, so a crash-looping container
+//     or an image in back-off is retried on time without polling;
+//   - the runtime changed it: one node-wide relist per period (kubelet's
+//     generic PLEG, 1 s by default: one ListPodSandbox and one
+//     ListContainers for all pods, a status call only for instances that
+//     changed) wakes only the pods whose instances changed, and hands them
+//     the fresh status. A runtime that streams container events
+//     (runtime.ContainerEventStreamer) triggers a relist at once, so a
+//     container's exit is seen in milliseconds rather than at the next
+//     period;
+//   - a sync failed for another reason: it is retried after a delay
+//     (10 s, kubelet's workerBackOffPeriod);
+//   - kubelet's periodic resync (1 min) syncs every pod with the status of
+//     the latest relist, at no extra runtime cost.
+//
+// Deleting a pod kills it with kubelet's effective grace period
+// (podsync.EffectiveGracePeriod), then removes its containers, sandboxes,
+// pod directory and log directory (podsync.Syncer.RemovePod), and forgets
+// it. Garbage collection (podsync.Syncer.GarbageCollect, kubelet's default
+// policy) runs once per minute; once the caller says all its pods are
+// known (SourcesReady), it also removes pods on the node that the
+// Workers do not hold: orphans of an earlier agent process.
+//
+// Close stops every goroutine and waits for them; a sync in flight is
+// cancelled through its context. Nothing is killed by Close: a restarted
+// agent finds its pods running (podsync.ListPods) and upserts them again.
+//
+// # Differences from kubelet
+//
+// Kubelet keeps a terminated pod's containers until garbage collection and
+// its directories until the API server deletes the pod; a Workers removes
+// them as soon as the kill succeeds, since it has no API server to wait
+// for (a caller that must keep them uses podsync directly). Kubelet waits
+// for the next relist after every sync; a pod here re-reads its own status
+// after a sync that did work, so a pod with init containers starts one
+// relist period faster per init container.
+package podworker

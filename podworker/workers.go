@@ -1,0 +1,545 @@
+package podworker
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/podstart/podstart/podsync"
+	"github.com/podstart/podstart/runtime"
+)
+
+// ErrClosed: the Workers were closed.
+var ErrClosed = errors.New("pod workers closed")
+
+// Defaults, as kubelet's.
+const (
+	DefaultRelistPeriod = time.Second      // generic PLEG relist period
+	DefaultResyncPeriod = time.Minute      // syncFrequency
+	DefaultErrorRetry   = 10 * time.Second // workerBackOffPeriod
+	DefaultGCPeriod     = time.Minute      // ContainerGCPeriod
+)
+
+// PodState is what the Workers know of one pod.
+type PodState struct {
+	// Pod is the newest spec given.
+	Pod *corev1.Pod
+	// Status is the runtime's view the last sync worked from (nil before
+	// the first sync).
+	Status *podsync.PodStatus
+	// Result is the last sync's (or kill's) outcome.
+	Result podsync.Result
+	// Err is a failure outside the sync steps: reading the status, or
+	// removing a killed pod.
+	Err error
+	// Synced is when the last sync ended.
+	Synced time.Time
+	// NextSync is when a back-off ends and the pod is synced again (zero:
+	// none pending).
+	NextSync time.Time
+	// Terminating: the pod is being killed and removed.
+	Terminating bool
+	// Removed: the pod was killed and everything of it removed; the
+	// Workers forgot it. Seen only by WithOnSync.
+	Removed bool
+}
+
+// Option configures Workers.
+type Option func(*options)
+
+type options struct {
+	clock        clock.WithTicker
+	relist       time.Duration
+	resync       time.Duration
+	errorRetry   time.Duration
+	gcPeriod     time.Duration
+	gcPolicy     podsync.GCPolicy
+	secrets      func(context.Context, *corev1.Pod) ([]corev1.Secret, error)
+	onSync       func(types.UID, PodState)
+	logger       logr.Logger
+	syncDeadline time.Duration
+}
+
+// WithClock sets the clock for timers and periods (tests use a fake one).
+func WithClock(c clock.WithTicker) Option { return func(o *options) { o.clock = c } }
+
+// WithRelistPeriod sets how often the node is relisted (0: never; only
+// upserts, own work, back-off ends and runtime events wake pods).
+func WithRelistPeriod(d time.Duration) Option { return func(o *options) { o.relist = d } }
+
+// WithResyncPeriod sets kubelet's periodic resync of every pod (0: none).
+func WithResyncPeriod(d time.Duration) Option { return func(o *options) { o.resync = d } }
+
+// WithErrorRetry sets the delay before a failed sync is retried.
+func WithErrorRetry(d time.Duration) Option { return func(o *options) { o.errorRetry = d } }
+
+// WithGC sets the garbage collection period (0: none) and policy.
+func WithGC(period time.Duration, policy podsync.GCPolicy) Option {
+	return func(o *options) { o.gcPeriod, o.gcPolicy = period, policy }
+}
+
+// WithPullSecrets gives each sync its pod's pull secrets (the caller
+// fetches them; podworker has no API client). An error fails the sync,
+// which is retried.
+func WithPullSecrets(f func(context.Context, *corev1.Pod) ([]corev1.Secret, error)) Option {
+	return func(o *options) { o.secrets = f }
+}
+
+// WithOnSync is called after each sync of a pod, and once more when a
+// deleted pod is gone (PodState.Removed), from the pod's goroutine: it
+// must not block for long, nor call back into the Workers for that pod.
+func WithOnSync(f func(types.UID, PodState)) Option { return func(o *options) { o.onSync = f } }
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l logr.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithSyncTimeout bounds each sync, kill and status read (default 4 min,
+// kubelet's runtime request timeout is 2 min per call; 0: none).
+func WithSyncTimeout(d time.Duration) Option { return func(o *options) { o.syncDeadline = d } }
+
+// Workers runs one loop per pod over a podsync.Syncer.
+type Workers struct {
+	syncer *podsync.Syncer
+	rt     runtime.RuntimeService
+	o      options
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu           sync.Mutex
+	pods         map[types.UID]*worker
+	closed       bool
+	sourcesReady bool
+	relistNow    chan struct{}
+	gen          uint64 // orders relist starts and sync ends
+}
+
+type worker struct {
+	uid  types.UID
+	wake chan struct{} // capacity 1: wake-ups coalesce
+
+	// Guarded by Workers.mu.
+	pod         *corev1.Pod
+	terminating bool
+	grace       *int64
+	relisted    *podsync.PodStatus // the latest relist's view
+	relistedGen uint64             // when that relist started
+	syncedGen   uint64             // when the last sync ended
+	state       PodState
+}
+
+// New starts Workers over the syncer (whose runtime is rt: the relist and
+// garbage collection use it) and its background loops.
+func New(syncer *podsync.Syncer, rt runtime.RuntimeService, opts ...Option) *Workers {
+	o := options{clock: clock.RealClock{}, relist: DefaultRelistPeriod, resync: DefaultResyncPeriod,
+		errorRetry: DefaultErrorRetry, gcPeriod: DefaultGCPeriod, gcPolicy: podsync.DefaultGCPolicy,
+		logger: logr.Discard(), syncDeadline: 4 * time.Minute}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.clock == nil {
+		o.clock = clock.RealClock{}
+	}
+	ctx, cancel := context.WithCancel(logr.NewContext(context.Background(), o.logger))
+	w := &Workers{syncer: syncer, rt: rt, o: o, ctx: ctx, cancel: cancel,
+		pods: map[types.UID]*worker{}, relistNow: make(chan struct{}, 1)}
+	w.wg.Add(2)
+	go w.relistLoop()
+	go w.gcLoop()
+	if es, ok := rt.(runtime.ContainerEventStreamer); ok {
+		w.wg.Add(1)
+		go w.eventLoop(es)
+	}
+	return w
+}
+
+// Close stops every loop and waits for them. Pods keep running on the
+// runtime.
+func (w *Workers) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	w.mu.Unlock()
+	w.cancel()
+	w.wg.Wait()
+	return nil
+}
+
+// Upsert adds a pod or gives its loop a newer spec, and wakes it. A pod
+// with a DeletionTimestamp is terminated as by Delete.
+func (w *Workers) Upsert(pod *corev1.Pod) error {
+	if pod == nil {
+		return errors.New("podworker: nil pod")
+	}
+	pod = pod.DeepCopy()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	p := w.pods[pod.UID]
+	if p == nil {
+		p = &worker{uid: pod.UID, wake: make(chan struct{}, 1)}
+		w.pods[pod.UID] = p
+		w.wg.Add(1)
+		go w.loop(p)
+	}
+	if !p.terminating {
+		p.pod = pod
+	}
+	if pod.DeletionTimestamp != nil {
+		w.terminateLocked(p, nil)
+	}
+	p.state.Pod = p.pod
+	signal(p.wake)
+	return nil
+}
+
+// Delete terminates a pod: killed with kubelet's effective grace period
+// (the pod's DeletionGracePeriodSeconds, gracePeriod when set and
+// smaller, else its terminationGracePeriodSeconds), then removed from the
+// node. A pod the Workers never held is removed from the node too, if the
+// runtime has it.
+func (w *Workers) Delete(pod *corev1.Pod, gracePeriod *int64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	p := w.pods[pod.UID]
+	if p == nil {
+		p = &worker{uid: pod.UID, wake: make(chan struct{}, 1), pod: pod.DeepCopy()}
+		p.state.Pod = p.pod
+		w.pods[pod.UID] = p
+		w.wg.Add(1)
+		go w.loop(p)
+	}
+	w.terminateLocked(p, gracePeriod)
+	signal(p.wake)
+	return nil
+}
+
+// terminateLocked marks p terminating; a grace period can only shrink,
+// as kubelet's.
+func (w *Workers) terminateLocked(p *worker, grace *int64) {
+	g := podsync.EffectiveGracePeriod(p.pod, grace)
+	if p.terminating && p.grace != nil && *p.grace <= g {
+		return
+	}
+	p.terminating = true
+	p.grace = &g
+	p.state.Terminating = true
+}
+
+// Status returns what the Workers know of a pod.
+func (w *Workers) Status(uid types.UID) (PodState, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.pods[uid]
+	if p == nil {
+		return PodState{}, false
+	}
+	return p.state, true
+}
+
+// Pods returns the UIDs of the pods held, terminating ones included.
+func (w *Workers) Pods() []types.UID {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]types.UID, 0, len(w.pods))
+	for uid := range w.pods {
+		out = append(out, uid)
+	}
+	return out
+}
+
+// SourcesReady says the caller has upserted every pod it wants: from now
+// on garbage collection also removes pods on the node the Workers do not
+// hold (kubelet's allSourcesReady).
+func (w *Workers) SourcesReady() {
+	w.mu.Lock()
+	w.sourcesReady = true
+	w.mu.Unlock()
+}
+
+// CollectGarbage runs one garbage collection pass now.
+func (w *Workers) CollectGarbage(ctx context.Context) error {
+	w.mu.Lock()
+	ready := w.sourcesReady
+	w.mu.Unlock()
+	var wanted func(types.UID) bool
+	if ready {
+		wanted = func(uid types.UID) bool {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			_, ok := w.pods[uid]
+			return ok
+		}
+	}
+	return w.syncer.GarbageCollect(ctx, w.o.gcPolicy, wanted)
+}
+
+// Relist relists the node now and wakes the pods that changed.
+func (w *Workers) Relist(ctx context.Context) error {
+	w.mu.Lock()
+	w.gen++
+	gen := w.gen
+	w.mu.Unlock()
+	statuses, changed, err := w.syncer.StatusCache().Relist(ctx)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for uid, p := range w.pods {
+		if gen > p.relistedGen {
+			p.relisted, p.relistedGen = statuses[uid], gen
+		}
+	}
+	for _, uid := range changed {
+		if p := w.pods[uid]; p != nil {
+			signal(p.wake)
+		}
+	}
+	return nil
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func (w *Workers) relistLoop() {
+	defer w.wg.Done()
+	var tick <-chan time.Time
+	if w.o.relist > 0 {
+		t := w.o.clock.NewTicker(w.o.relist)
+		defer t.Stop()
+		tick = t.C()
+	}
+	for {
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-tick:
+		case <-w.relistNow:
+		}
+		if err := w.Relist(w.ctx); err != nil && w.ctx.Err() == nil {
+			w.o.logger.V(1).Info("Relist failed", "err", err)
+		}
+	}
+}
+
+func (w *Workers) gcLoop() {
+	defer w.wg.Done()
+	if w.o.gcPeriod <= 0 {
+		<-w.ctx.Done()
+		return
+	}
+	t := w.o.clock.NewTicker(w.o.gcPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-t.C():
+		}
+		if err := w.CollectGarbage(w.ctx); err != nil && w.ctx.Err() == nil {
+			w.o.logger.V(1).Info("Garbage collection failed", "err", err)
+		}
+	}
+}
+
+// eventLoop turns the runtime's container events into immediate relists;
+// when the stream ends it is opened again after the relist period.
+func (w *Workers) eventLoop(es runtime.ContainerEventStreamer) {
+	defer w.wg.Done()
+	for w.ctx.Err() == nil {
+		err := es.StreamContainerEvents(w.ctx, func(*runtimeapi.ContainerEventResponse) { signal(w.relistNow) })
+		if w.ctx.Err() != nil {
+			return
+		}
+		w.o.logger.V(1).Info("Container event stream ended; relisting periodically", "err", err)
+		t := w.o.clock.NewTimer(max(w.o.relist, time.Second))
+		select {
+		case <-w.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// loop is one pod's goroutine.
+func (w *Workers) loop(p *worker) {
+	defer w.wg.Done()
+	var timer clock.Timer
+	var timerC <-chan time.Time
+	var resyncC <-chan time.Time
+	if w.o.resync > 0 {
+		t := w.o.clock.NewTicker(w.o.resync)
+		defer t.Stop()
+		resyncC = t.C()
+	}
+	stopTimer := func() {
+		if timer != nil {
+			timer.Stop()
+			timer, timerC = nil, nil
+		}
+	}
+	defer stopTimer()
+	for {
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-p.wake:
+		case <-timerC:
+			timer, timerC = nil, nil
+		case <-resyncC:
+		}
+		next, done := w.syncUntilQuiet(p)
+		if done {
+			return
+		}
+		stopTimer()
+		if !next.IsZero() {
+			timer = w.o.clock.NewTimer(max(next.Sub(w.o.clock.Now()), 0))
+			timerC = timer.C()
+		}
+	}
+}
+
+// syncUntilQuiet syncs p until a sync has nothing left to do, and returns
+// when it should next be synced (zero: when woken), or done when the pod
+// was removed.
+func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
+	fresh := false // whether our own status read is newer than the relist's
+	for i := 0; w.ctx.Err() == nil; i++ {
+		w.mu.Lock()
+		pod, terminating, grace := p.pod, p.terminating, p.grace
+		var status *podsync.PodStatus
+		if !fresh && p.relisted != nil && p.relistedGen > p.syncedGen {
+			status = p.relisted // listed after our last sync ended
+		}
+		w.mu.Unlock()
+
+		ctx, cancel := w.syncContext()
+		var err error
+		if status == nil {
+			status, err = w.syncer.Status(ctx, pod)
+		}
+		if err != nil {
+			cancel()
+			w.record(p, PodState{Status: nil, Err: err})
+			return w.o.clock.Now().Add(w.o.errorRetry), false
+		}
+		if terminating {
+			r := w.syncer.KillPod(ctx, pod, status, grace)
+			if r.Error() == nil {
+				err = w.syncer.RemovePod(ctx, pod.UID)
+			}
+			cancel()
+			if r.Error() != nil || err != nil {
+				w.record(p, PodState{Status: status, Result: r, Err: err})
+				return w.o.clock.Now().Add(w.o.errorRetry), false
+			}
+			w.remove(p, status, r)
+			return time.Time{}, true
+		}
+		var secrets []corev1.Secret
+		if w.o.secrets != nil {
+			secrets, err = w.o.secrets(ctx, pod)
+			if err != nil {
+				cancel()
+				w.record(p, PodState{Status: status, Err: err})
+				return w.o.clock.Now().Add(w.o.errorRetry), false
+			}
+		}
+		r := w.syncer.SyncPod(ctx, pod, status, secrets)
+		cancel()
+		nextSync, hasNext := r.NextSync()
+		st := PodState{Status: status, Result: r}
+		if hasNext {
+			st.NextSync = nextSync
+		}
+		w.record(p, st)
+		if err := r.Error(); err != nil {
+			if hasNext && onlyBackOff(r) {
+				return nextSync, false
+			}
+			retry := w.o.clock.Now().Add(w.o.errorRetry)
+			if hasNext && nextSync.Before(retry) {
+				retry = nextSync
+			}
+			return retry, false
+		}
+		if len(r.Results) == 0 || i >= 20 {
+			return time.Time{}, false
+		}
+		fresh = true
+	}
+	return time.Time{}, false
+}
+
+// onlyBackOff: every failed step is a back-off, which ends on its own.
+func onlyBackOff(r podsync.Result) bool {
+	if r.SyncError != nil {
+		return false
+	}
+	for _, sr := range r.Results {
+		if sr.Err == nil {
+			continue
+		}
+		if _, ok := podsync.MinBackOffExpiration(sr.Err); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (w *Workers) syncContext() (context.Context, context.CancelFunc) {
+	if w.o.syncDeadline > 0 {
+		return context.WithTimeout(w.ctx, w.o.syncDeadline)
+	}
+	return context.WithCancel(w.ctx)
+}
+
+func (w *Workers) record(p *worker, st PodState) {
+	w.mu.Lock()
+	st.Pod, st.Terminating = p.pod, p.terminating
+	st.Synced = w.o.clock.Now()
+	w.gen++
+	p.syncedGen = w.gen
+	if st.Status == nil {
+		st.Status = p.state.Status
+	}
+	p.state = st
+	w.mu.Unlock()
+	if w.o.onSync != nil {
+		w.o.onSync(p.uid, st)
+	}
+}
+
+func (w *Workers) remove(p *worker, status *podsync.PodStatus, r podsync.Result) {
+	w.mu.Lock()
+	st := PodState{Pod: p.pod, Status: status, Result: r, Synced: w.o.clock.Now(), Terminating: true, Removed: true}
+	if w.pods[p.uid] == p {
+		delete(w.pods, p.uid)
+	}
+	w.mu.Unlock()
+	if w.o.onSync != nil {
+		w.o.onSync(p.uid, st)
+	}
+}

@@ -1,0 +1,356 @@
+package podworker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/podstart/podstart/images"
+	"github.com/podstart/podstart/podsync"
+	"github.com/podstart/podstart/podworker"
+	"github.com/podstart/podstart/runtime/fake"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var always = corev1.ContainerRestartPolicyAlways
+
+func testPod(name string) *corev1.Pod {
+	grace := int64(5)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", UID: types.UID("uid-" + name)},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyAlways,
+			TerminationGracePeriodSeconds: &grace,
+			InitContainers: []corev1.Container{
+				{Name: "init-a", Image: "busybox:1.35", ImagePullPolicy: corev1.PullIfNotPresent},
+				{Name: "proxy", Image: "envoy:1", RestartPolicy: &always, ImagePullPolicy: corev1.PullIfNotPresent},
+			},
+			Containers: []corev1.Container{
+				{Name: "app", Image: "nginx:1", ImagePullPolicy: corev1.PullIfNotPresent},
+				{Name: "web", Image: "nginx:1", ImagePullPolicy: corev1.PullIfNotPresent},
+			},
+		},
+	}
+}
+
+func exitInits(c *runtimeapi.ContainerConfig) *fake.Exit {
+	if strings.HasPrefix(c.Metadata.Name, "init-") {
+		return &fake.Exit{}
+	}
+	return nil
+}
+
+type env struct {
+	t       *testing.T
+	fake    *fake.Runtime
+	syncer  *podsync.Syncer
+	workers *podworker.Workers
+	root    string
+
+	mu      sync.Mutex
+	states  map[types.UID]podworker.PodState
+	changed chan struct{}
+}
+
+func newEnv(t *testing.T, fopts []fake.Option, opts ...podworker.Option) *env {
+	f := fake.New(append([]fake.Option{fake.WithStartFunc(exitInits)}, fopts...)...)
+	e := &env{t: t, fake: f, root: t.TempDir(), states: map[types.UID]podworker.PodState{}, changed: make(chan struct{}, 1)}
+	ims := images.NewManager(f)
+	t.Cleanup(func() { ims.Close() })
+	e.syncer = podsync.NewSyncer(f, ims, podsync.WithRootDir(e.root), podsync.WithPodLogsDir(filepath.Join(e.root, "logs")))
+	onSync := func(uid types.UID, st podworker.PodState) {
+		e.mu.Lock()
+		e.states[uid] = st
+		e.mu.Unlock()
+		select {
+		case e.changed <- struct{}{}:
+		default:
+		}
+	}
+	e.workers = podworker.New(e.syncer, f, append([]podworker.Option{podworker.WithOnSync(onSync), podworker.WithRelistPeriod(20 * time.Millisecond)}, opts...)...)
+	t.Cleanup(func() { e.workers.Close() })
+	return e
+}
+
+// waitFor waits until cond holds for every pod in uids, as reported after
+// each sync; it fails after 20 s.
+func (e *env) waitFor(what string, uids []types.UID, cond func(podworker.PodState) bool) {
+	e.t.Helper()
+	deadline := time.NewTimer(20 * time.Second)
+	defer deadline.Stop()
+	for {
+		e.mu.Lock()
+		ok := true
+		for _, uid := range uids {
+			if st, seen := e.states[uid]; !seen || !cond(st) {
+				ok = false
+				break
+			}
+		}
+		e.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-e.changed:
+		case <-deadline.C:
+			e.t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func running(st podworker.PodState) bool {
+	if st.Status == nil || st.Pod == nil {
+		return false
+	}
+	for _, c := range st.Pod.Spec.Containers {
+		cs := st.Status.FindContainerStatusByName(c.Name)
+		if cs == nil || cs.State != podsync.ContainerStateRunning {
+			return false
+		}
+	}
+	return len(st.Result.Results) == 0
+}
+
+func removed(st podworker.PodState) bool { return st.Removed }
+
+func TestUpsertRunsPodAndDeleteRemovesIt(t *testing.T) {
+	e := newEnv(t, nil)
+	pod := testPod("one")
+	if err := e.workers.Upsert(pod); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("pod running", []types.UID{pod.UID}, running)
+	if st, ok := e.workers.Status(pod.UID); !ok || !running(st) {
+		t.Fatalf("Status: %+v %v", st, ok)
+	}
+	if err := e.workers.Delete(pod, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("pod removed", []types.UID{pod.UID}, removed)
+	if _, ok := e.workers.Status(pod.UID); ok {
+		t.Fatal("removed pod still held")
+	}
+	e.assertNodeEmpty()
+}
+
+func (e *env) assertNodeEmpty() {
+	e.t.Helper()
+	ctx := context.Background()
+	sbs, _ := e.fake.ListPodSandbox(ctx, nil)
+	cs, _ := e.fake.ListContainers(ctx, nil)
+	if len(sbs)+len(cs) != 0 {
+		e.t.Errorf("left on the runtime: %d sandboxes, %d containers", len(sbs), len(cs))
+	}
+	for _, dir := range []string{filepath.Join(e.root, "pods"), filepath.Join(e.root, "logs")} {
+		entries, err := os.ReadDir(dir)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			e.t.Fatal(err)
+		}
+		if len(entries) != 0 {
+			e.t.Errorf("%d directories left in %s", len(entries), dir)
+		}
+	}
+}
+
+// 50 pods started and deleted: nothing is left.
+func TestFiftyPodsLeaveNothing(t *testing.T) {
+	e := newEnv(t, nil)
+	var uids []types.UID
+	var pods []*corev1.Pod
+	for i := 0; i < 50; i++ {
+		p := testPod(fmt.Sprintf("p%02d", i))
+		pods = append(pods, p)
+		uids = append(uids, p.UID)
+		if err := e.workers.Upsert(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.waitFor("50 pods running", uids, running)
+	for _, p := range pods {
+		now := metav1.Now()
+		p = p.DeepCopy()
+		p.DeletionTimestamp = &now
+		if err := e.workers.Upsert(p); err != nil { // as an informer delivers a deletion
+			t.Fatal(err)
+		}
+	}
+	e.waitFor("50 pods removed", uids, removed)
+	e.assertNodeEmpty()
+}
+
+// Upserts of one pod from many goroutines at once never create a second
+// sandbox or a second instance of a container.
+func TestConcurrentUpsertsNeverDuplicate(t *testing.T) {
+	e := newEnv(t, nil)
+	const rounds, per = 20, 50 // 1,000 upserts
+	for r := 0; r < rounds; r++ {
+		pod := testPod(fmt.Sprintf("c%02d", r))
+		var wg sync.WaitGroup
+		for i := 0; i < per; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := e.workers.Upsert(pod); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		e.waitFor("pod running", []types.UID{pod.UID}, running)
+	}
+	ctx := context.Background()
+	pods, err := podsync.ListPods(ctx, e.fake)
+	if err != nil || len(pods) != rounds {
+		t.Fatalf("ListPods: %d pods, %v", len(pods), err)
+	}
+	for _, p := range pods {
+		names := map[string]int{}
+		for _, c := range p.Containers {
+			names[c.Metadata.Name]++
+		}
+		if len(p.Sandboxes) != 1 || len(p.Containers) != 4 {
+			t.Errorf("%s: %d sandboxes, containers %v; want 1 and one of each of 4", p.Name, len(p.Sandboxes), names)
+		}
+	}
+	if n := e.fake.CallCount("RunPodSandbox"); n != rounds {
+		t.Errorf("%d RunPodSandbox calls for %d pods", n, rounds)
+	}
+}
+
+// With 100 steady pods, a relist costs two CRI calls.
+func TestRelistCostsTwoCalls(t *testing.T) {
+	e := newEnv(t, nil, podworker.WithRelistPeriod(0), podworker.WithGC(0, podsync.DefaultGCPolicy), podworker.WithResyncPeriod(0))
+	var uids []types.UID
+	for i := 0; i < 100; i++ {
+		p := testPod(fmt.Sprintf("r%03d", i))
+		uids = append(uids, p.UID)
+		if err := e.workers.Upsert(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.waitFor("100 pods running", uids, running)
+	ctx := context.Background()
+	if err := e.workers.Relist(ctx); err != nil { // learns every instance once
+		t.Fatal(err)
+	}
+	e.fake.ResetCalls()
+	for i := 0; i < 3; i++ {
+		if err := e.workers.Relist(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(e.fake.Calls()); n != 6 {
+		t.Fatalf("3 relists of 100 steady pods made %d CRI calls (%v), want 6", n, e.fake.Calls()[:min(n, 10)])
+	}
+}
+
+// A crashed container is restarted when its back-off ends: not before
+// (the new instance is created at or after the expiry, on the fake
+// clock) and without polling.
+func TestBackOffExpiryWakesPod(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Unix(1_000_000, 0))
+	f := fake.New(fake.WithClock(clk), fake.WithStartFunc(exitInits))
+	root := t.TempDir()
+	ims := images.NewManager(f, images.WithClock(clk))
+	defer ims.Close()
+	syncer := podsync.NewSyncer(f, ims, podsync.WithClock(clk), podsync.WithRootDir(root), podsync.WithPodLogsDir(root+"/logs"))
+	states := make(chan podworker.PodState, 100)
+	w := podworker.New(syncer, f, podworker.WithClock(clk), podworker.WithRelistPeriod(0), podworker.WithResyncPeriod(0),
+		podworker.WithGC(0, podsync.DefaultGCPolicy), podworker.WithOnSync(func(_ types.UID, st podworker.PodState) { states <- st }))
+	defer w.Close()
+	pod := testPod("crash")
+	pod.Spec.InitContainers = nil
+	pod.Spec.Containers = pod.Spec.Containers[:1]
+	if err := w.Upsert(pod); err != nil {
+		t.Fatal(err)
+	}
+	next := func(cond func(podworker.PodState) bool) podworker.PodState {
+		for st := range states {
+			if cond(st) {
+				return st
+			}
+		}
+		panic("unreachable")
+	}
+	next(running)
+	crash := func() {
+		t.Helper()
+		cs, _ := f.ListContainers(context.Background(), &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}})
+		if len(cs) != 1 {
+			t.Fatalf("%d running containers", len(cs))
+		}
+		if err := f.ExitContainer(cs[0].Id, fake.Exit{Code: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Relist(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crash() // the first restart has no back-off
+	next(running)
+	crash()
+	st := next(func(st podworker.PodState) bool { return !st.NextSync.IsZero() })
+	if !errors.Is(st.Result.Error(), podsync.ErrCrashLoopBackOff) {
+		t.Fatalf("result %v, want CrashLoopBackOff", st.Result.Error())
+	}
+	clk.SetTime(st.NextSync)
+	next(running)
+	cs, _ := f.ListContainers(context.Background(), &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}})
+	if created := time.Unix(0, cs[0].CreatedAt); created.Before(st.NextSync) {
+		t.Fatalf("restarted at %v, before the back-off ended at %v", created, st.NextSync)
+	}
+}
+
+// After an agent restart, pods it no longer has are removed once it says
+// its sources are ready; the pods it upserted again keep running.
+func TestOrphansRemovedAfterSourcesReady(t *testing.T) {
+	e := newEnv(t, nil, podworker.WithGC(0, podsync.DefaultGCPolicy))
+	keep, orphan := testPod("keep"), testPod("orphan")
+	for _, p := range []*corev1.Pod{keep, orphan} {
+		if err := e.workers.Upsert(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.waitFor("pods running", []types.UID{keep.UID, orphan.UID}, running)
+	e.workers.Close()
+
+	// A new agent process knows only keep.
+	w2 := podworker.New(e.syncer, e.fake, podworker.WithGC(0, podsync.DefaultGCPolicy))
+	defer w2.Close()
+	if err := w2.Upsert(keep); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := w2.CollectGarbage(ctx); err != nil { // sources not ready: nothing goes
+		t.Fatal(err)
+	}
+	if pods, _ := podsync.ListPods(ctx, e.fake); len(pods) != 2 {
+		t.Fatalf("%d pods before SourcesReady, want 2", len(pods))
+	}
+	w2.SourcesReady()
+	if err := w2.CollectGarbage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pods, _ := podsync.ListPods(ctx, e.fake)
+	if len(pods) != 1 || pods[0].UID != keep.UID {
+		t.Fatalf("left: %v", pods)
+	}
+	if n := e.fake.CallCount("RunPodSandbox"); n != 2 {
+		t.Fatalf("%d sandboxes created: the restart duplicated a pod", n)
+	}
+}
