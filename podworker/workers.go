@@ -371,6 +371,10 @@ func (w *Workers) eventLoop(es runtime.ContainerEventStreamer) {
 		if w.ctx.Err() != nil {
 			return
 		}
+		if errors.Is(err, runtime.ErrUnimplemented) {
+			w.o.logger.V(1).Info("The runtime streams no container events; relisting periodically")
+			return
+		}
 		w.o.logger.V(1).Info("Container event stream ended; relisting periodically", "err", err)
 		t := w.o.clock.NewTimer(max(w.o.relist, time.Second))
 		select {

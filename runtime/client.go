@@ -337,3 +337,24 @@ func (c *Client) extendedCtx(ctx context.Context, extra time.Duration) (context.
 	}
 	return context.WithTimeout(ctx, c.callTimeout+extra)
 }
+
+// StreamContainerEvents implements ContainerEventStreamer over CRI's
+// GetContainerEvents stream. It has no call deadline: it runs until ctx
+// ends or the stream breaks. A runtime without the method answers
+// Unimplemented, which comes back classified.
+func (c *Client) StreamContainerEvents(ctx context.Context, onEvent func(*runtimeapi.ContainerEventResponse)) error {
+	stream, err := c.rt.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
+	if err != nil {
+		return Classify(err)
+	}
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return Classify(err)
+		}
+		onEvent(ev)
+	}
+}

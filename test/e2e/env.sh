@@ -293,6 +293,10 @@ down() {
 
 case "${1:-up}" in
 up) up ;;
+# For fault tests: containerd dies at once (its shims and containers live
+# on), then comes back with the same configuration.
+kill-containerd) if running "$CD/pid"; then kill -9 "$(cat "$CD/pid")"; fi ;;
+start-containerd) start_containerd ;;
 down) shift; down "${1:-}" ;;
-*) echo "usage: $0 up|down [--purge]" >&2; exit 2 ;;
+*) echo "usage: $0 up|down [--purge]|kill-containerd|start-containerd" >&2; exit 2 ;;
 esac

@@ -1,0 +1,359 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstart/podstart/credentials"
+	"github.com/podstart/podstart/images"
+	"github.com/podstart/podstart/podsync"
+	"github.com/podstart/podstart/podworker"
+	"github.com/podstart/podstart/runtime"
+)
+
+// stopper runs until SIGTERM, then exits at once (a shell as PID 1 would
+// otherwise ignore it and wait for the SIGKILL).
+func stopper(name, image string) corev1.Container {
+	return corev1.Container{Name: name, Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
+		Command: []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"}}
+}
+
+// Two app containers with 300 ms pre-stop hooks stop in about 300 ms, not
+// 600; the sidecar stops after both (CRI finish times).
+func TestKillPodOnContainerd(t *testing.T) {
+	e, rt := setup(t)
+	a := newAgent(t, rt, t.TempDir(), images.WithNodeKeyring(credentials.NewNodeKeyring(nodeFile(t, e.registry, e.user, e.pass))))
+	hook := &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "0.3"}}}}
+	app1, app2 := stopper("app1", e.image), stopper("app2", e.image)
+	app1.Lifecycle, app2.Lifecycle = hook, hook
+	pod := newPod(t, rt, "kill", app1, app2)
+	side := stopper("sidecar", e.image)
+	always := corev1.ContainerRestartPolicyAlways
+	side.RestartPolicy = &always
+	pod.Spec.InitContainers = []corev1.Container{side}
+	grace := int64(30)
+	pod.Spec.TerminationGracePeriodSeconds = &grace
+	a.converge(pod)
+	st := a.status(pod)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	if err := a.syncer.KillPod(ctx, pod, st, nil).Error(); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	st = a.status(pod)
+	finished := map[string]time.Time{}
+	for _, cs := range st.ContainerStatuses {
+		if cs.State != podsync.ContainerStateExited {
+			t.Fatalf("%s is %s after KillPod", cs.Name, cs.State)
+		}
+		finished[cs.Name] = cs.FinishedAt
+	}
+	lastApp := finished["app1"]
+	if finished["app2"].After(lastApp) {
+		lastApp = finished["app2"]
+	}
+	hooks := lastApp.Sub(start)
+	t.Logf("KillPod took %v; both apps finished %v after it began (hooks 300 ms each), app1/app2 %v apart; sidecar %v after the last app",
+		took.Round(time.Millisecond), hooks.Round(time.Millisecond), finished["app1"].Sub(finished["app2"]).Abs().Round(time.Millisecond), finished["sidecar"].Sub(lastApp).Round(time.Millisecond))
+	if hooks < 300*time.Millisecond || hooks > 580*time.Millisecond {
+		t.Errorf("apps finished %v after the kill began, want about 300 ms (600 would mean hooks in series)", hooks)
+	}
+	if !finished["sidecar"].After(lastApp) {
+		t.Errorf("sidecar finished at %v, before the last app at %v", finished["sidecar"], lastApp)
+	}
+}
+
+// lossy loses the answer of one call: the runtime did it, the caller hears
+// an error (a dead connection, or nothing until its deadline, or the
+// runtime killed while the call runs).
+type lossy struct {
+	runtime.Runtime
+	method string
+	mode   string // "lost", "hung", "kill"
+	mu     sync.Mutex
+	done   bool
+}
+
+func (l *lossy) take(method string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.method != method || l.done {
+		return false
+	}
+	l.done = true
+	return true
+}
+
+func (l *lossy) after(ctx context.Context, err error) error {
+	if err != nil {
+		return err
+	}
+	if l.mode == "hung" {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return status.Error(codes.Unavailable, "connection reset by peer")
+}
+
+func (l *lossy) CreateContainer(ctx context.Context, sb string, cfg *runtimeapi.ContainerConfig, sbc *runtimeapi.PodSandboxConfig) (string, error) {
+	if !l.take("CreateContainer") {
+		return l.Runtime.CreateContainer(ctx, sb, cfg, sbc)
+	}
+	_, err := l.Runtime.CreateContainer(ctx, sb, cfg, sbc)
+	return "", l.after(ctx, err)
+}
+
+func (l *lossy) RunPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (string, error) {
+	if !l.take("RunPodSandbox") {
+		return l.Runtime.RunPodSandbox(ctx, cfg, handler)
+	}
+	if l.mode == "kill" {
+		type answer struct {
+			id  string
+			err error
+		}
+		ch := make(chan answer, 1)
+		go func() {
+			id, err := l.Runtime.RunPodSandbox(ctx, cfg, handler)
+			ch <- answer{id, err}
+		}()
+		time.Sleep(20 * time.Millisecond) // let the call reach containerd
+		envSh("kill-containerd")
+		a := <-ch
+		envSh("start-containerd")
+		if a.err == nil {
+			return "", status.Error(codes.Unavailable, "connection reset by peer")
+		}
+		return "", a.err
+	}
+	_, err := l.Runtime.RunPodSandbox(ctx, cfg, handler)
+	return "", l.after(ctx, err)
+}
+
+func envSh(cmd string) {
+	out, err := exec.Command("bash", "env.sh", cmd).CombinedOutput()
+	if err != nil {
+		panic(fmt.Sprintf("env.sh %s: %v\n%s", cmd, err, out))
+	}
+}
+
+// After a lost or hung answer, or containerd killed mid-call, the next
+// sync and one collection pass leave one sandbox and one instance per
+// container, with true restart counts.
+func TestLostAnswersOnContainerd(t *testing.T) {
+	e, rt := setup(t)
+	cases := []struct{ name, method, mode string }{
+		{"create-lost", "CreateContainer", "lost"},
+		{"create-hung", "CreateContainer", "hung"},
+		{"sandbox-lost", "RunPodSandbox", "lost"},
+		{"sandbox-containerd-killed", "RunPodSandbox", "kill"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			l := &lossy{Runtime: rt, method: c.method, mode: c.mode}
+			ims := images.NewManager(rt, images.WithNodeKeyring(credentials.NewNodeKeyring(nodeFile(t, e.registry, e.user, e.pass))))
+			defer ims.Close()
+			syncer := podsync.NewSyncer(l, ims, podsync.WithRootDir(root), podsync.WithPodLogsDir(filepath.Join(root, "logs")))
+			pod := newPod(t, rt, "lost-"+c.name, stopper("app", e.image))
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			st, err := syncer.Status(ctx, pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := syncer.SyncPod(ctx, pod, st, nil)
+			cancel()
+			if r.Error() == nil {
+				t.Fatal("first sync did not fail")
+			}
+			var pods []*podsync.RuntimePod
+			deadline := time.Now().Add(90 * time.Second)
+			for time.Now().Before(deadline) {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				st, err := syncer.Status(ctx, pod)
+				if err == nil && !running(pod, st) {
+					err = syncer.SyncPod(ctx, pod, st, nil).Error()
+				}
+				if err == nil {
+					err = syncer.GarbageCollect(ctx, podsync.DefaultGCPolicy, nil)
+				}
+				all, lerr := podsync.ListPods(ctx, rt)
+				cancel()
+				if err != nil || lerr != nil {
+					t.Logf("retrying: %v %v", err, lerr) // containerd may still be starting
+					time.Sleep(200 * time.Millisecond)
+					continue
+				}
+				pods = nil
+				for _, p := range all {
+					if p.UID == pod.UID {
+						pods = append(pods, p)
+					}
+				}
+				if len(pods) == 1 && running(pod, st) {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if len(pods) != 1 || len(pods[0].Sandboxes) != 1 || len(pods[0].Containers) != 1 {
+				t.Fatalf("left: %+v", pods)
+			}
+			cs := pods[0].Containers[0]
+			if cs.State != runtimeapi.ContainerState_CONTAINER_RUNNING || cs.PodSandboxId != pods[0].Sandboxes[0].Id {
+				t.Fatalf("container %s in %s; sandbox %s", cs.State, cs.PodSandboxId, pods[0].Sandboxes[0].Id)
+			}
+			resp, err := rt.ContainerStatus(context.Background(), cs.Id, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := resp.Status.Annotations[podsync.AnnotationContainerRestartCount]; n != "0" {
+				t.Fatalf("restart count %s, want 0", n)
+			}
+		})
+	}
+}
+
+// 50 pods started and deleted through the pod worker leave nothing:
+// no sandbox, container, mount, pod directory or log directory.
+func TestWorkerFiftyPodsOnContainerd(t *testing.T) {
+	e, rt := setup(t)
+	root := t.TempDir()
+	ims := images.NewManager(rt, images.WithNodeKeyring(credentials.NewNodeKeyring(nodeFile(t, e.registry, e.user, e.pass))))
+	defer ims.Close()
+	syncer := podsync.NewSyncer(rt, ims, podsync.WithRootDir(root), podsync.WithPodLogsDir(filepath.Join(root, "logs")))
+	var mu sync.Mutex
+	states := map[types.UID]podworker.PodState{}
+	changed := make(chan struct{}, 1)
+	w := podworker.New(syncer, rt, podworker.WithRelistPeriod(200*time.Millisecond), podworker.WithOnSync(func(uid types.UID, st podworker.PodState) {
+		mu.Lock()
+		states[uid] = st
+		mu.Unlock()
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}))
+	defer w.Close()
+	waitAll := func(what string, uids []types.UID, cond func(podworker.PodState) bool) {
+		t.Helper()
+		deadline := time.NewTimer(4 * time.Minute)
+		defer deadline.Stop()
+		for {
+			mu.Lock()
+			n := 0
+			for _, uid := range uids {
+				if st, ok := states[uid]; ok && cond(st) {
+					n++
+				}
+			}
+			mu.Unlock()
+			if n == len(uids) {
+				return
+			}
+			select {
+			case <-changed:
+			case <-deadline.C:
+				t.Fatalf("timed out: %d of %d pods %s", n, len(uids), what)
+			}
+		}
+	}
+	grace := int64(2)
+	var pods []*corev1.Pod
+	var uids []types.UID
+	start := time.Now()
+	for i := 0; i < 50; i++ {
+		app := stopper("app", e.image)
+		app.TerminationMessagePath = "/dev/termination-log"
+		app.VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+		pod := newPod(t, rt, fmt.Sprintf("fifty-%02d", i), app)
+		pod.Spec.TerminationGracePeriodSeconds = &grace
+		pod.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		pods = append(pods, pod)
+		uids = append(uids, pod.UID)
+		if err := w.Upsert(pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitAll("running", uids, func(st podworker.PodState) bool { return st.Status != nil && running(st.Pod, st.Status) })
+	t.Logf("50 pods running in %v", time.Since(start).Round(time.Millisecond))
+	ctx := context.Background()
+	all, err := podsync.ListPods(ctx, rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sandboxIDs []string
+	for _, p := range all {
+		for _, sb := range p.Sandboxes {
+			sandboxIDs = append(sandboxIDs, sb.Id)
+		}
+	}
+	start = time.Now()
+	for _, p := range pods {
+		now := metav1.Now()
+		p = p.DeepCopy()
+		p.DeletionTimestamp = &now
+		if err := w.Upsert(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitAll("removed", uids, func(st podworker.PodState) bool { return st.Removed })
+	t.Logf("50 pods deleted in %v", time.Since(start).Round(time.Millisecond))
+
+	mine := map[types.UID]bool{}
+	for _, uid := range uids {
+		mine[uid] = true
+	}
+	all, err = podsync.ListPods(ctx, rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range all {
+		if mine[p.UID] {
+			t.Errorf("left on containerd: %s with %d sandboxes, %d containers", p.Name, len(p.Sandboxes), len(p.Containers))
+		}
+	}
+	for _, dir := range []string{filepath.Join(root, "pods"), filepath.Join(root, "logs")} {
+		entries, err := os.ReadDir(dir)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+		if len(entries) != 0 {
+			t.Errorf("%d directories left in %s", len(entries), dir)
+		}
+	}
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := 0
+	for _, line := range strings.Split(string(mounts), "\n") {
+		if strings.Contains(line, root) {
+			left++
+		}
+		for _, id := range sandboxIDs {
+			if strings.Contains(line, id) {
+				left++
+			}
+		}
+	}
+	if left != 0 {
+		t.Errorf("%d mounts of the deleted pods remain", left)
+	}
+}
