@@ -38,7 +38,7 @@ func ExampleSyncer() {
 	)
 	ims := images.NewManager(rt)
 	defer ims.Close()
-	syncer := podsync.NewSyncer(rt, ims, podsync.WithRootDir(root))
+	syncer := podsync.NewSyncer(rt, ims, podsync.WithRootDir(root), podsync.WithPodLogsDir(root+"/logs"))
 
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "1"},

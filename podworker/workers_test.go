@@ -55,7 +55,7 @@ func exitInits(c *runtimeapi.ContainerConfig) *fake.Exit {
 }
 
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	fake    *fake.Runtime
 	syncer  *podsync.Syncer
 	workers *podworker.Workers
@@ -66,7 +66,7 @@ type env struct {
 	changed chan struct{}
 }
 
-func newEnv(t *testing.T, fopts []fake.Option, opts ...podworker.Option) *env {
+func newEnv(t testing.TB, fopts []fake.Option, opts ...podworker.Option) *env {
 	f := fake.New(append([]fake.Option{fake.WithStartFunc(exitInits)}, fopts...)...)
 	e := &env{t: t, fake: f, root: t.TempDir(), states: map[types.UID]podworker.PodState{}, changed: make(chan struct{}, 1)}
 	ims := images.NewManager(f)
@@ -354,3 +354,5 @@ func TestOrphansRemovedAfterSourcesReady(t *testing.T) {
 		t.Fatalf("%d sandboxes created: the restart duplicated a pod", n)
 	}
 }
+
+func ctx() context.Context { return context.Background() }

@@ -23,6 +23,7 @@ import (
 	"github.com/podstart/podstart/images"
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/runtime"
+	"github.com/podstart/podstart/test/e2elock"
 )
 
 type environment struct {
@@ -45,6 +46,9 @@ func setup(t *testing.T) (environment, *runtime.Client) {
 		}
 		t.Skip("PODSTART_CRI_ENDPOINT is unset: the real-runtime tier needs 'bash test/e2e/env.sh up' (see README)")
 	}
+	if err := e2elock.Shared(e2eDir()); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rt, err := runtime.Dial(ctx, e.endpoint, runtime.WithConnectTimeout(20*time.Second))
@@ -57,6 +61,13 @@ func setup(t *testing.T) (environment, *runtime.Client) {
 }
 
 var sweep sync.Once
+
+func e2eDir() string {
+	if d := os.Getenv("PODSTART_E2E_DIR"); d != "" {
+		return d
+	}
+	return "/tmp/podstart-e2e"
+}
 
 // removeLeftovers removes every sandbox in the tests' namespace left by an
 // earlier run that died before its cleanup, so each run starts clean.

@@ -37,6 +37,7 @@ import (
 
 	"github.com/podstart/podstart/images"
 	"github.com/podstart/podstart/podsync"
+	"github.com/podstart/podstart/test/e2elock"
 	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/test/criproxy"
 )
@@ -92,6 +93,9 @@ func setup(t *testing.T) *tier {
 	e2eDir := os.Getenv("PODSTART_E2E_DIR")
 	if e2eDir == "" {
 		e2eDir = "/tmp/podstart-e2e"
+	}
+	if err := e2elock.Shared(e2eDir); err != nil {
+		t.Fatal(err)
 	}
 	bin := os.Getenv("PODSTART_KUBELET")
 	if bin == "" {
