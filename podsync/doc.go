@@ -25,6 +25,44 @@
 //     sets the delays, as images.WithBackOff does for pulls;
 //     WithSharedBackOff shares one BackOff between Syncers.
 //
+// # Ending pods and cleaning up
+//
+//   - KillPod is kubelet's killPodWithSyncResult: every running container
+//     stopped at once, each after its pre-stop hook (within the grace
+//     period; a failed hook's event says only "PreStopHook failed", as
+//     kubelet, since a command line may hold secrets); sidecars wait for
+//     every app container and for each sidecar declared after them, at
+//     most their grace period; then every sandbox. The grace period is
+//     kubelet's: the deletion's, else the pod's, else a liveness or
+//     startup probe's own for kills that probe caused, never under 2 s at
+//     StopContainer; EffectiveGracePeriod is the pod worker's for a whole
+//     pod. With a nil pod the containers' annotations restore grace
+//     periods and hooks (kubelet's restoreSpecsFromContainerLabels).
+//   - SyncPod kills a pod with a DeletionTimestamp, with its effective
+//     grace period, and never starts anything in it again.
+//   - GarbageCollect is kubelet's container GC (GCPolicy, DefaultGCPolicy:
+//     one dead instance per container): oldest dead instances first, with
+//     their log files; sandboxes neither ready, newest nor in use; and,
+//     given the pods the caller still wants, everything of the others,
+//     directories included. RemovePod removes one pod entirely; a pod
+//     directory with anything mounted under it is kept (ErrPodDirInUse).
+//     ListPods groups the runtime's pods by UID with two calls.
+//   - A result's NextSync (MinBackOffExpiration) is the earliest end of a
+//     crash-loop or image back-off (BackOffError, images.Error.Until), so
+//     a loop sleeps until then.
+//   - Status goes through StatusCache: per call one ListPodSandbox and one
+//     ListContainers, and a status call only for an instance that is new
+//     or changed state (a fresh 2-init, 3-app pod: 45 calls against 50 for
+//     the bare sequence). Relist does the same for the whole node.
+//   - Lost answers: an instance the runtime created but whose
+//     CreateContainer answer was lost (a dead connection, a deadline) is
+//     listed as created and never started. The next start of that
+//     container removes it and reuses its attempt number, so the restart
+//     count stays true (kubelet creates attempt+1 and counts a restart
+//     that never ran); GarbageCollect removes such instances whenever a
+//     newer one exists. A sandbox whose RunPodSandbox answer was lost is
+//     found by its labels and used if ready, else replaced and collected.
+//
 // Each decision carries a reason a person can read (Actions.SandboxReason,
 // KillPodReason, Waiting, the kill messages) and Actions.String() sums
 // them up for a log line.
@@ -57,6 +95,6 @@
 //
 // A Syncer may sync many pods at once, but must not sync one pod twice at
 // once: two concurrent SyncPod calls for the same pod can both see no
-// sandbox and both create one. Callers serialise per pod (one worker per pod UID,
-// as kubelet's pod workers do).
+// sandbox and both create one. Callers serialise per pod (one worker per
+// pod UID, as kubelet's pod workers do); package podworker does it.
 package podsync

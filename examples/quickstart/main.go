@@ -44,8 +44,9 @@ func run(ctx context.Context, out io.Writer, root string) error {
 	rt := fake.New(fake.WithImages("busybox:1.35")) // or runtime.Dial(ctx, "unix:///run/containerd/containerd.sock"), then defer rt.Close()
 	ims := images.NewManager(rt)                    // images.WithNodeKeyring(...) for the node's registry credentials
 	defer ims.Close()
-	syncer := podsync.NewSyncer(rt, ims, podsync.WithRootDir(root), podsync.WithPodLogsDir(root+"/logs")) // podsync.WithRecorder: client-go's recorder fits
-	defaults.Pod(pod)                                                                                     // what the API server fills in and kubelet relies on
+	// podsync.WithRecorder(...): client-go's event recorder fits
+	syncer := podsync.NewSyncer(rt, ims, podsync.WithRootDir(root), podsync.WithPodLogsDir(root+"/logs"))
+	defaults.Pod(pod) // what the API server fills in and kubelet relies on
 	for n := 1; ; n++ {
 		status, err := syncer.Status(ctx, pod) // rebuilt from the runtime's labels
 		if err != nil {
