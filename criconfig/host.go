@@ -66,14 +66,22 @@ func memTotal() int64 {
 	return 0
 }
 
+// hugePageSizes lists the node's huge page sizes in directory order, not
+// sorted: runc's HugePageSizes (kubelet's source for hugepage_limits) reads
+// them so, and the order shows in the CRI request.
 func hugePageSizes() []int64 {
-	entries, err := os.ReadDir("/sys/kernel/mm/hugepages")
+	d, err := os.Open("/sys/kernel/mm/hugepages")
+	if err != nil {
+		return []int64{}
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
 	if err != nil {
 		return []int64{}
 	}
 	sizes := []int64{}
-	for _, e := range entries {
-		s, ok := strings.CutPrefix(e.Name(), "hugepages-")
+	for _, name := range names {
+		s, ok := strings.CutPrefix(name, "hugepages-")
 		if !ok {
 			continue
 		}

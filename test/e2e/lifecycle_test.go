@@ -371,3 +371,108 @@ func TestWorkerFiftyPodsOnContainerd(t *testing.T) {
 		t.Errorf("%d mounts of the deleted pods remain", left)
 	}
 }
+
+// counting counts the runtime calls made through it, by method.
+type counting struct {
+	runtime.Runtime
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *counting) add(m string) {
+	c.mu.Lock()
+	c.n[m]++
+	c.mu.Unlock()
+}
+
+func (c *counting) ListPodSandbox(ctx context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	c.add("ListPodSandbox")
+	return c.Runtime.ListPodSandbox(ctx, f)
+}
+func (c *counting) PodSandboxStatus(ctx context.Context, id string, v bool) (*runtimeapi.PodSandboxStatusResponse, error) {
+	c.add("PodSandboxStatus")
+	return c.Runtime.PodSandboxStatus(ctx, id, v)
+}
+func (c *counting) ListContainers(ctx context.Context, f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	c.add("ListContainers")
+	return c.Runtime.ListContainers(ctx, f)
+}
+func (c *counting) ContainerStatus(ctx context.Context, id string, v bool) (*runtimeapi.ContainerStatusResponse, error) {
+	c.add("ContainerStatus")
+	return c.Runtime.ContainerStatus(ctx, id, v)
+}
+func (c *counting) RunPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, h string) (string, error) {
+	c.add("RunPodSandbox")
+	return c.Runtime.RunPodSandbox(ctx, cfg, h)
+}
+func (c *counting) CreateContainer(ctx context.Context, sb string, cfg *runtimeapi.ContainerConfig, sbc *runtimeapi.PodSandboxConfig) (string, error) {
+	c.add("CreateContainer")
+	return c.Runtime.CreateContainer(ctx, sb, cfg, sbc)
+}
+func (c *counting) StartContainer(ctx context.Context, id string) error {
+	c.add("StartContainer")
+	return c.Runtime.StartContainer(ctx, id)
+}
+func (c *counting) ImageStatus(ctx context.Context, img *runtimeapi.ImageSpec, v bool) (*runtimeapi.ImageStatusResponse, error) {
+	c.add("ImageStatus")
+	return c.Runtime.ImageStatus(ctx, img, v)
+}
+func (c *counting) PullImage(ctx context.Context, img *runtimeapi.ImageSpec, a *runtimeapi.AuthConfig, sbc *runtimeapi.PodSandboxConfig) (string, error) {
+	c.add("PullImage")
+	return c.Runtime.PullImage(ctx, img, a, sbc)
+}
+
+// A fresh pod with 2 init and 3 app containers on containerd costs at most
+// 1.2 times the bare sequence's CRI calls (see podsync's
+// TestCRICallsPerFreshPod for its definition).
+func TestCRICallsPerFreshPodOnContainerd(t *testing.T) {
+	e, rt := setup(t)
+	c := &counting{Runtime: rt, n: map[string]int{}}
+	root := t.TempDir()
+	ims := images.NewManager(c, images.WithNodeKeyring(credentials.NewNodeKeyring(nodeFile(t, e.registry, e.user, e.pass))))
+	defer ims.Close()
+	syncer := podsync.NewSyncer(c, ims, podsync.WithRootDir(root), podsync.WithPodLogsDir(filepath.Join(root, "logs")))
+	initC := func(name string) corev1.Container {
+		return corev1.Container{Name: name, Image: e.image, ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"true"}}
+	}
+	pod := newPod(t, rt, "calls", stopper("a1", e.image), stopper("a2", e.image), stopper("a3", e.image))
+	pod.Spec.InitContainers = []corev1.Container{initC("i1"), initC("i2")}
+	syncs := 0
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		st, err := syncer.Status(ctx, pod)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		if running(pod, st) {
+			cancel()
+			break
+		}
+		r := syncer.SyncPod(ctx, pod, st, nil)
+		cancel()
+		if err := r.Error(); err != nil {
+			t.Fatal(err)
+		}
+		syncs++
+		if len(r.Results) == 0 {
+			time.Sleep(50 * time.Millisecond) // an init container runs on containerd's time
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	total, changes := 0, 0
+	for m, n := range c.n {
+		total += n
+		switch m {
+		case "RunPodSandbox", "PullImage", "ImageStatus", "CreateContainer", "StartContainer":
+			changes += n
+		}
+	}
+	bare := changes + 1 + 3*c.n["ListPodSandbox"] + 5
+	t.Logf("%d syncs, %d status reads: %d CRI calls, bare sequence %d (%.2fx): %v", syncs, c.n["ListPodSandbox"], total, bare, float64(total)/float64(bare), c.n)
+	if float64(total) > 1.2*float64(bare) {
+		t.Fatalf("%d CRI calls, more than 1.2 x the bare %d", total, bare)
+	}
+}

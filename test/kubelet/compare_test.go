@@ -3,7 +3,6 @@ package kubelet
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	goruntime "runtime"
 	"slices"
@@ -50,14 +49,6 @@ func (tr *tier) node() criconfig.Node {
 		}
 	}
 	mem := resource.NewQuantity(memKiB*1024-100<<20, resource.BinarySI)
-	var sizes []int64
-	dirs, _ := filepath.Glob("/sys/kernel/mm/hugepages/hugepages-*kB")
-	for _, d := range dirs {
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(d), "hugepages-"), "kB"), 10, 64)
-		if err == nil {
-			sizes = append(sizes, kb*1024)
-		}
-	}
 	allocatable := corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
 		corev1.ResourceMemory: *mem,
@@ -74,8 +65,9 @@ func (tr *tier) node() criconfig.Node {
 		CgroupDriver:      "cgroupfs",
 		CgroupsPerQOS:     ptr(false),
 		Allocatable:       allocatable,
-		HugePageSizes:     sizes,
-		UserNamespaces:    false,
+		// HugePageSizes: left to criconfig.FromHost, which reads them in
+		// directory order as kubelet (runc) does.
+		UserNamespaces: false,
 	}
 }
 

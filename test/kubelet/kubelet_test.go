@@ -37,9 +37,9 @@ import (
 
 	"github.com/podstart/podstart/images"
 	"github.com/podstart/podstart/podsync"
-	"github.com/podstart/podstart/test/e2elock"
 	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/test/criproxy"
+	"github.com/podstart/podstart/test/e2elock"
 )
 
 const (
