@@ -239,6 +239,14 @@ func toContainerStatus(c *runtimeapi.Container, s *runtimeapi.ContainerStatus) *
 	}
 	cs.Hash, _ = strconv.ParseUint(s.Annotations[AnnotationContainerHash], 16, 64)
 	cs.RestartCount, _ = strconv.Atoi(s.Annotations[AnnotationContainerRestartCount])
+	if s.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+		if msg := terminationMessage(s, cs.ExitCode, cs.Reason); msg != "" {
+			if cs.Message != "" {
+				cs.Message += ": "
+			}
+			cs.Message += msg
+		}
+	}
 	switch s.State {
 	case runtimeapi.ContainerState_CONTAINER_CREATED:
 		cs.State = ContainerStateCreated
