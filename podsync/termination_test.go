@@ -11,7 +11,7 @@ import (
 
 func TestTailCRILog(t *testing.T) {
 	cases := []struct {
-		name, log string
+		name, log  string
 		lines, max int
 		want       string
 	}{
