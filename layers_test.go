@@ -44,6 +44,7 @@ var rules = map[string]rule{
 	"criconfig":    {module: []string{"mounts", "internal/..."}, forbid: heavyDeps},
 	"images":       {module: []string{"credentials", "runtime", "internal/..."}, forbid: heavyDeps},
 	"podsync":      {module: []string{"criconfig", "images", "mounts", "runtime", "internal/..."}, forbid: heavyDeps},
+	"apistatus":    {module: []string{"podsync", "criconfig"}, forbid: heavyDeps},
 	"podworker":    {module: []string{"podsync", "runtime"}, forbid: heavyDeps},
 	"internal/...": {module: []string{"runtime", "runtime/fake", "internal/..."}, forbid: heavyDeps},
 	"examples/...": {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes", clientGo}},

@@ -1,0 +1,45 @@
+// Package apistatus turns what the runtime says of a pod into the
+// corev1.PodStatus a user or an API server expects: kubelet v1.36's
+// generateAPIPodStatus, its probe manager's UpdatePodStatus and its status
+// manager's bookkeeping, as one pure function, PodStatus.
+//
+// From the pod, the runtime's view (podsync.PodStatus), the containers'
+// last start failures (Reasons, kubelet's reason cache, fed with each
+// podsync.Result), probe results and the previous status, it builds:
+//
+//   - phase, as kubelet's getPhase with container restart rules (on by
+//     default since v1.35): init failures that will not restart fail the
+//     pod; sidecars count while they run; Always/OnFailure/Never; a
+//     terminal phase, once reached, stays;
+//   - container statuses for init, app and ephemeral containers: waiting
+//     (ContainerCreating, PodInitializing, or the last start failure:
+//     CrashLoopBackOff "back-off 40s restarting failed container=…",
+//     ErrImagePull, ImagePullBackOff, CreateContainerConfigError,
+//     RunContainerError, …), running or terminated (exit code, reason,
+//     termination message, times), lastState from the previous instance,
+//     restart count, image and image ID, container ID "<runtime>://<id>",
+//     started and ready from the probes;
+//   - conditions PodReadyToStartContainers, Initialized, Ready (with
+//     readiness gates), ContainersReady and PodScheduled, with kubelet's
+//     reasons and messages; LastTransitionTime kept while a condition's
+//     status does not change; conditions set by others kept;
+//   - pod IPs (primary family first), host IPs, QoS class, start time
+//     (kept once set), observed generation;
+//   - kubelet's normalisation: times to whole seconds, termination
+//     messages cut to 12 KiB shared by the pod's containers, app
+//     statuses sorted by name, init statuses in spec order.
+//
+// Termination messages are read by podsync's Status when an instance
+// exits (the file, or with FallbackToLogsOnError the log's last 80 lines,
+// kubelet's limits), so PodStatus itself touches no file.
+//
+// # Differences from kubelet
+//
+// Not built, as in podsync: in-place resize (no resize conditions, no
+// container resources in the status), RestartAllContainers (no
+// AllContainersRestarting condition), image volumes, container users and
+// stop signals, Windows. Kubelet, after a restart, reports a container
+// that was ready before as ready until its first readiness probe
+// (setReadyStateOnKubeletRestart); here a container with a readiness
+// probe is ready only once a probe succeeded.
+package apistatus

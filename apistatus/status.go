@@ -1,0 +1,383 @@
+package apistatus
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podstart/podstart/criconfig"
+	"github.com/podstart/podstart/podsync"
+)
+
+// Kubelet's waiting reasons for containers not yet created.
+const (
+	ContainerCreating = "ContainerCreating"
+	PodInitializing   = "PodInitializing"
+)
+
+// Kubelet's condition reasons.
+const (
+	UnknownContainerStatuses = "UnknownContainerStatuses"
+	PodCompleted             = "PodCompleted"
+	PodFailed                = "PodFailed"
+	ContainersNotReady       = "ContainersNotReady"
+	ContainersNotInitialized = "ContainersNotInitialized"
+	ReadinessGatesNotReady   = "ReadinessGatesNotReady"
+)
+
+// Kubelet's limit on all termination messages of one pod together.
+const MaxPodTerminationMessageLength = 12 * 1024
+
+// Reason is a container's last start failure: Err's text is the waiting
+// reason, Message the waiting message.
+type Reason struct {
+	Err     error
+	Message string
+}
+
+// Reasons is kubelet's reason cache: per pod and container, the last
+// failure to start it, kept until a start succeeds. It is safe for
+// concurrent use.
+type Reasons struct {
+	mu sync.Mutex
+	m  map[types.UID]map[string]Reason
+}
+
+// NewReasons returns an empty cache.
+func NewReasons() *Reasons { return &Reasons{m: map[types.UID]map[string]Reason{}} }
+
+// Update records a sync's start results, as kubelet's updateReasonCache:
+// a failed start sets its container's reason, a successful one clears it.
+func (r *Reasons) Update(uid types.UID, result podsync.Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, sr := range result.Results {
+		if sr.Action != podsync.ActionStartContainer {
+			continue
+		}
+		if sr.Err == nil {
+			delete(r.m[uid], sr.Target)
+			continue
+		}
+		if r.m[uid] == nil {
+			r.m[uid] = map[string]Reason{}
+		}
+		r.m[uid][sr.Target] = Reason{Err: sr.Err, Message: sr.Message}
+	}
+}
+
+// For returns a copy of a pod's reasons.
+func (r *Reasons) For(uid types.UID) map[string]Reason {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]Reason, len(r.m[uid]))
+	for k, v := range r.m[uid] {
+		out[k] = v
+	}
+	return out
+}
+
+// Forget drops a pod's reasons.
+func (r *Reasons) Forget(uid types.UID) {
+	r.mu.Lock()
+	delete(r.m, uid)
+	r.mu.Unlock()
+}
+
+// Probes reports readiness and startup probe results by container ID
+// (the runtime's ID, without the "<runtime>://" prefix).
+type Probes interface {
+	Readiness(containerID string) (podsync.ProbeResult, bool)
+	Startup(containerID string) (podsync.ProbeResult, bool)
+}
+
+// Input is everything PodStatus needs.
+type Input struct {
+	// Pod is the pod as the API server has it, its Status included.
+	Pod *corev1.Pod
+	// Status is the runtime's view (podsync's Status); nil: nothing yet.
+	Status *podsync.PodStatus
+	// Reasons are the containers' last start failures (Reasons.For).
+	Reasons map[string]Reason
+	// Previous is the status last generated for the pod; nil: Pod.Status.
+	Previous *corev1.PodStatus
+	// Probes gives probe results (nil: no probe has run).
+	Probes Probes
+	// RuntimeName prefixes container IDs ("containerd://…"); empty:
+	// "containerd".
+	RuntimeName string
+	// HostIPs are the node's IPs, primary first.
+	HostIPs []string
+	// Terminal: the pod's containers will not run again (it was killed
+	// for good, as kubelet's podIsTerminal).
+	Terminal bool
+	// Now stamps a new start time and condition transitions (zero: now).
+	Now time.Time
+}
+
+// PodStatus is kubelet's generateAPIPodStatus followed by what its status
+// manager does before sending the status: transition times, start time,
+// normalisation.
+func PodStatus(in Input) corev1.PodStatus {
+	pod := in.Pod
+	rs := in.Status
+	if rs == nil {
+		rs = &podsync.PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+	}
+	old := pod.Status
+	if in.Previous != nil {
+		old = *in.Previous
+	}
+	now := in.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	runtimeName := in.RuntimeName
+	if runtimeName == "" {
+		runtimeName = "containerd"
+	}
+	c := converter{pod: pod, rs: rs, reasons: in.Reasons, runtime: runtimeName, hasInit: len(pod.Spec.InitContainers) > 0}
+
+	var s corev1.PodStatus
+	for _, ip := range sortPodIPs(rs.IPs, in.HostIPs) {
+		s.PodIPs = append(s.PodIPs, corev1.PodIP{IP: ip})
+	}
+	if len(s.PodIPs) > 0 {
+		s.PodIP = s.PodIPs[0].IP
+	}
+	s.QOSClass = criconfig.QOSClass(pod)
+	s.ContainerStatuses = c.statuses(old.ContainerStatuses, pod.Spec.Containers, false)
+	s.InitContainerStatuses = c.statuses(old.InitContainerStatuses, pod.Spec.InitContainers, true)
+	var eph []corev1.Container
+	for i := range pod.Spec.EphemeralContainers {
+		eph = append(eph, corev1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
+	}
+	s.EphemeralContainerStatuses = c.statuses(old.EphemeralContainerStatuses, eph, false)
+
+	all := append(append([]corev1.ContainerStatus{}, s.ContainerStatuses...), s.InitContainerStatuses...)
+	s.Phase = phase(pod, all, in.Terminal, hasActiveRegularContainer(pod, rs))
+	if s.Phase != corev1.PodFailed && s.Phase != corev1.PodSucceeded {
+		switch {
+		case old.Phase == corev1.PodFailed || old.Phase == corev1.PodSucceeded:
+			s.Phase = old.Phase
+		case pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded:
+			s.Phase = pod.Status.Phase
+		}
+	}
+	if s.Phase == old.Phase {
+		s.Reason, s.Message = old.Reason, old.Message
+		if s.Reason == "" {
+			s.Reason = pod.Status.Reason
+		}
+		if s.Message == "" {
+			s.Message = pod.Status.Message
+		}
+	}
+	if (pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded) && s.Phase != pod.Status.Phase {
+		s.Phase = pod.Status.Phase // no transition out of a terminal phase
+	}
+
+	updateProbeStatus(pod, &s, in.Probes)
+
+	gen := pod.Generation
+	for _, cond := range pod.Status.Conditions {
+		if !byKubelet(cond.Type) {
+			s.Conditions = append(s.Conditions, cond)
+		}
+	}
+	if cond := findCondition(old.Conditions, corev1.DisruptionTarget); cond != nil {
+		s.Conditions = replaceOrAppend(s.Conditions, *cond)
+	}
+	needSandbox, _, _, _ := podsync.SandboxChanged(pod, rs)
+	ready := corev1.PodCondition{Type: corev1.PodReadyToStartContainers, ObservedGeneration: gen, Status: corev1.ConditionTrue}
+	if needSandbox {
+		ready.Status = corev1.ConditionFalse
+	}
+	allStatuses := append(append([]corev1.ContainerStatus{}, s.InitContainerStatuses...), s.ContainerStatuses...)
+	s.Conditions = append(s.Conditions, ready,
+		InitializedCondition(pod, &old, allStatuses, s.Phase),
+		ReadyCondition(pod, &old, s.Conditions, allStatuses, s.Phase),
+		ContainersReadyCondition(pod, &old, allStatuses, s.Phase),
+		corev1.PodCondition{Type: corev1.PodScheduled, ObservedGeneration: gen, Status: corev1.ConditionTrue})
+
+	if len(in.HostIPs) > 0 {
+		s.HostIP = in.HostIPs[0]
+		s.HostIPs = []corev1.HostIP{{IP: s.HostIP}}
+		if len(in.HostIPs) > 1 {
+			s.HostIPs = append(s.HostIPs, corev1.HostIP{IP: in.HostIPs[1]})
+		}
+		if pod.Spec.HostNetwork {
+			if s.PodIP == "" {
+				s.PodIP = in.HostIPs[0]
+				s.PodIPs = []corev1.PodIP{{IP: s.PodIP}}
+			}
+			if len(in.HostIPs) > 1 && len(s.PodIPs) == 1 && family(s.PodIPs[0].IP) != family(in.HostIPs[1]) {
+				s.PodIPs = append(s.PodIPs, corev1.PodIP{IP: in.HostIPs[1]})
+			}
+		}
+	}
+
+	// The status manager's part.
+	s.ObservedGeneration = gen
+	for _, t := range []corev1.PodConditionType{corev1.ContainersReady, corev1.PodReady, corev1.PodInitialized,
+		corev1.PodReadyToStartContainers, corev1.PodScheduled, corev1.DisruptionTarget} {
+		setTransitionTime(&s, &old, t, now)
+	}
+	if old.StartTime != nil && !old.StartTime.IsZero() {
+		s.StartTime = old.StartTime.DeepCopy()
+	} else {
+		t := metav1.NewTime(now)
+		s.StartTime = &t
+	}
+	normalize(pod, &s)
+	return s
+}
+
+func byKubelet(t corev1.PodConditionType) bool {
+	switch t {
+	case corev1.PodScheduled, corev1.PodReady, corev1.PodInitialized, corev1.ContainersReady,
+		corev1.PodReadyToStartContainers, corev1.PodResizePending, corev1.PodResizeInProgress, corev1.AllContainersRestarting:
+		return true
+	}
+	return false
+}
+
+func findCondition(list []corev1.PodCondition, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range list {
+		if list[i].Type == t {
+			return &list[i]
+		}
+	}
+	return nil
+}
+
+func replaceOrAppend(list []corev1.PodCondition, c corev1.PodCondition) []corev1.PodCondition {
+	for i := range list {
+		if list[i].Type == c.Type {
+			list[i] = c
+			return list
+		}
+	}
+	return append(list, c)
+}
+
+// setTransitionTime is the status manager's updateLastTransitionTime.
+func setTransitionTime(s, old *corev1.PodStatus, t corev1.PodConditionType, now time.Time) {
+	c := findCondition(s.Conditions, t)
+	if c == nil {
+		return
+	}
+	c.LastTransitionTime = metav1.NewTime(now)
+	if o := findCondition(old.Conditions, t); o != nil && o.Status == c.Status {
+		c.LastTransitionTime = o.LastTransitionTime
+	}
+}
+
+// sortPodIPs is kubelet's: the first IP of the node's primary family, then
+// the first of the other.
+func sortPodIPs(ips, hostIPs []string) []string {
+	primary6 := len(hostIPs) > 0 && family(hostIPs[0]) == 6
+	var out []string
+	for _, want := range []bool{primary6, !primary6} {
+		for _, ip := range ips {
+			a, err := netip.ParseAddr(ip)
+			if err != nil {
+				continue
+			}
+			a = a.Unmap()
+			if a.Is6() == want {
+				out = append(out, a.String())
+				break
+			}
+		}
+	}
+	return out
+}
+
+func family(ip string) int {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return 0
+	}
+	if a.Unmap().Is4() {
+		return 4
+	}
+	return 6
+}
+
+// hasActiveRegularContainer is kubelet's
+// HasAnyActiveRegularContainerStarted: an app container instance in the
+// newest sandbox.
+func hasActiveRegularContainer(pod *corev1.Pod, rs *podsync.PodStatus) bool {
+	if len(rs.SandboxStatuses) == 0 {
+		return false
+	}
+	newest := rs.SandboxStatuses[0].Id
+	apps := map[string]bool{}
+	for _, c := range pod.Spec.Containers {
+		apps[c.Name] = true
+	}
+	for _, cs := range rs.ContainerStatuses {
+		if apps[cs.Name] && cs.SandboxID == newest {
+			return true
+		}
+	}
+	return false
+}
+
+// normalize is the status manager's normalizeStatus.
+func normalize(pod *corev1.Pod, s *corev1.PodStatus) {
+	per := MaxPodTerminationMessageLength
+	if n := len(pod.Spec.Containers) + len(pod.Spec.InitContainers) + len(pod.Spec.EphemeralContainers); n > 0 {
+		per /= n
+	}
+	ts := func(t *metav1.Time) { *t = t.Rfc3339Copy() }
+	state := func(c *corev1.ContainerState) {
+		if c.Running != nil {
+			ts(&c.Running.StartedAt)
+		}
+		if c.Terminated != nil {
+			ts(&c.Terminated.StartedAt)
+			ts(&c.Terminated.FinishedAt)
+			if len(c.Terminated.Message) > per {
+				c.Terminated.Message = c.Terminated.Message[:per]
+			}
+		}
+	}
+	if s.StartTime != nil {
+		ts(s.StartTime)
+	}
+	for i := range s.Conditions {
+		ts(&s.Conditions[i].LastProbeTime)
+		ts(&s.Conditions[i].LastTransitionTime)
+	}
+	for _, list := range [][]corev1.ContainerStatus{s.ContainerStatuses, s.InitContainerStatuses, s.EphemeralContainerStatuses} {
+		for i := range list {
+			state(&list[i].State)
+			state(&list[i].LastTerminationState)
+		}
+	}
+	sort.SliceStable(s.ContainerStatuses, func(i, j int) bool { return s.ContainerStatuses[i].Name < s.ContainerStatuses[j].Name })
+	sort.SliceStable(s.EphemeralContainerStatuses, func(i, j int) bool {
+		return s.EphemeralContainerStatuses[i].Name < s.EphemeralContainerStatuses[j].Name
+	})
+	sortInit(pod, s.InitContainerStatuses)
+}
+
+// sortInit orders init container statuses as the spec does.
+func sortInit(pod *corev1.Pod, list []corev1.ContainerStatus) {
+	idx := map[string]int{}
+	for i, c := range pod.Spec.InitContainers {
+		idx[c.Name] = i
+	}
+	sort.SliceStable(list, func(i, j int) bool { return idx[list[i].Name] < idx[list[j].Name] })
+}
+
+func names(list []string) string { return fmt.Sprintf("[%s]", strings.Join(list, " ")) }
