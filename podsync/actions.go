@@ -162,13 +162,7 @@ func ShouldContainerBeRestarted(c *corev1.Container, pod *corev1.Pod, status *Po
 	case ContainerStateUnknown, ContainerStateCreated:
 		return true
 	}
-	switch pod.Spec.RestartPolicy {
-	case corev1.RestartPolicyNever:
-		return false
-	case corev1.RestartPolicyOnFailure:
-		return s.ExitCode != 0
-	}
-	return true
+	return ContainerShouldRestart(c, &pod.Spec, int32(s.ExitCode))
 }
 
 func restartOnFailure(pod *corev1.Pod) bool {

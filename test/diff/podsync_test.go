@@ -105,27 +105,29 @@ func TestShouldContainerBeRestarted(t *testing.T) {
 	d.report(n, "pods' restart decisions")
 }
 
-// TestShouldContainerBeRestartedWithRules measures, without failing, how
-// often podstart differs from kubelet on containers with their own
+// TestShouldContainerBeRestartedWithRules: containers with their own
 // restartPolicy and restartPolicyRules (ContainerRestartRules, on by
-// default in v1.36): podstart does not implement them yet (issue 16).
+// default since v1.35).
 func TestShouldContainerBeRestartedWithRules(t *testing.T) {
 	r := newRand(t)
 	n := cases(20000)
-	differ, withPolicy := 0, 0
+	d := differences{t: t}
+	withPolicy := 0
 	logger := klog.Background()
 	for range n {
 		pod, ours, theirs := randomRestartCase(r, true)
 		for i := range pod.Spec.Containers {
 			c := &pod.Spec.Containers[i]
-			if c.RestartPolicy == nil {
-				continue
+			if c.RestartPolicy != nil {
+				withPolicy++
 			}
-			withPolicy++
-			if podsync.ShouldContainerBeRestarted(c, pod, ours) != kubecontainer.ShouldContainerBeRestarted(logger, c, pod, theirs) {
-				differ++
+			got := podsync.ShouldContainerBeRestarted(c, pod, ours)
+			if want := kubecontainer.ShouldContainerBeRestarted(logger, c, pod, theirs); got != want {
+				d.add("ShouldContainerBeRestarted(%s) = %v, kubelet %v; container policy %v rules %+v, pod %q, newest %+v",
+					c.Name, got, want, c.RestartPolicy, c.RestartPolicyRules, pod.Spec.RestartPolicy, ours.FindContainerStatusByName(c.Name))
 			}
 		}
 	}
-	t.Logf("container restart rules (issue 16, not implemented): %d of %d decisions for containers with their own restartPolicy differ from kubelet", differ, withPolicy)
+	t.Logf("%d decisions for containers with their own restartPolicy", withPolicy)
+	d.report(n, "pods' restart decisions with container restart rules")
 }
