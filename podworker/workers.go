@@ -12,7 +12,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/podstart/podstart/apistatus"
 	"github.com/podstart/podstart/podsync"
+	"github.com/podstart/podstart/probes"
 	"github.com/podstart/podstart/runtime"
 )
 
@@ -34,6 +36,10 @@ type PodState struct {
 	// Status is the runtime's view the last sync worked from (nil before
 	// the first sync).
 	Status *podsync.PodStatus
+	// APIStatus is the pod's status as the API server should show it
+	// (apistatus.PodStatus, with probe results), after the last sync; for
+	// a removed pod, its final, terminal status.
+	APIStatus corev1.PodStatus
 	// Result is the last sync's (or kill's) outcome.
 	Result podsync.Result
 	// Err is a failure outside the sync steps: reading the status, or
@@ -65,7 +71,24 @@ type options struct {
 	onSync       func(types.UID, PodState)
 	logger       logr.Logger
 	syncDeadline time.Duration
+	probes       *probes.Manager
+	runtimeName  string
+	hostIPs      []string
 }
+
+// WithProbes runs the pods' probes with m (give the Syncer
+// podsync.WithProbes(m) too, so liveness and startup failures restart
+// containers): the Workers feed it each pod's status, fold its results
+// into the API status, and sync a pod when one of its results changes.
+func WithProbes(m *probes.Manager) Option { return func(o *options) { o.probes = m } }
+
+// WithRuntimeName sets the container ID prefix in API statuses
+// ("containerd"; from the runtime's Version answer).
+func WithRuntimeName(name string) Option { return func(o *options) { o.runtimeName = name } }
+
+// WithHostIPs sets the node's IPs for API statuses (hostIP, and podIP of
+// host-network pods).
+func WithHostIPs(ips ...string) Option { return func(o *options) { o.hostIPs = ips } }
 
 // WithClock sets the clock for timers and periods (tests use a fake one).
 func WithClock(c clock.WithTicker) Option { return func(o *options) { o.clock = c } }
@@ -119,6 +142,7 @@ type Workers struct {
 	sourcesReady bool
 	relistNow    chan struct{}
 	gen          uint64 // orders relist starts and sync ends
+	reasons      *apistatus.Reasons
 }
 
 type worker struct {
@@ -149,7 +173,10 @@ func New(syncer *podsync.Syncer, rt runtime.RuntimeService, opts ...Option) *Wor
 	}
 	ctx, cancel := context.WithCancel(logr.NewContext(context.Background(), o.logger))
 	w := &Workers{syncer: syncer, rt: rt, o: o, ctx: ctx, cancel: cancel,
-		pods: map[types.UID]*worker{}, relistNow: make(chan struct{}, 1)}
+		pods: map[types.UID]*worker{}, relistNow: make(chan struct{}, 1), reasons: apistatus.NewReasons()}
+	if o.probes != nil {
+		o.probes.AddListener(w.wake)
+	}
 	w.wg.Add(2)
 	go w.relistLoop()
 	go w.gcLoop()
@@ -314,6 +341,36 @@ func (w *Workers) Relist(ctx context.Context) error {
 	return nil
 }
 
+// wake syncs a pod soon (a probe result changed).
+func (w *Workers) wake(uid types.UID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if p := w.pods[uid]; p != nil {
+		signal(p.wake)
+	}
+}
+
+// apiStatus builds the pod's API status from the runtime's view.
+func (w *Workers) apiStatus(p *worker, pod *corev1.Pod, status *podsync.PodStatus, terminal bool) corev1.PodStatus {
+	w.mu.Lock()
+	var prev *corev1.PodStatus
+	if !p.state.Synced.IsZero() {
+		cp := p.state.APIStatus
+		prev = &cp
+	}
+	w.mu.Unlock()
+	in := apistatus.Input{Pod: pod, Status: status, Reasons: w.reasons.For(pod.UID), Previous: prev,
+		RuntimeName: w.o.runtimeName, HostIPs: w.o.hostIPs, Terminal: terminal, Now: w.o.clock.Now()}
+	if w.o.probes != nil {
+		in.Probes = w.o.probes
+	}
+	s := apistatus.PodStatus(in)
+	if w.o.probes != nil && !terminal {
+		w.o.probes.Update(pod, s)
+	}
+	return s
+}
+
 func signal(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
@@ -446,20 +503,31 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 		}
 		if err != nil {
 			cancel()
-			w.record(p, PodState{Status: nil, Err: err})
+			w.record(p, PodState{Status: nil, Err: err, APIStatus: p.lastAPIStatus(w)})
 			return w.o.clock.Now().Add(w.o.errorRetry), false
 		}
 		if terminating {
 			r := w.syncer.KillPod(ctx, pod, status, grace)
+			var final corev1.PodStatus
 			if r.Error() == nil {
+				// The final status, from what the kill left, before the
+				// removal takes the instances away.
+				if after, serr := w.syncer.Status(ctx, pod); serr == nil {
+					status = after
+				}
+				final = w.apiStatus(p, pod, status, true)
 				err = w.syncer.RemovePod(ctx, pod.UID)
 			}
 			cancel()
 			if r.Error() != nil || err != nil {
-				w.record(p, PodState{Status: status, Result: r, Err: err})
+				w.record(p, PodState{Status: status, Result: r, Err: err, APIStatus: w.apiStatus(p, pod, status, false)})
 				return w.o.clock.Now().Add(w.o.errorRetry), false
 			}
-			w.remove(p, status, r)
+			if w.o.probes != nil {
+				w.o.probes.RemovePod(pod.UID)
+			}
+			w.reasons.Forget(pod.UID)
+			w.remove(p, status, r, final)
 			return time.Time{}, true
 		}
 		var secrets []corev1.Secret
@@ -467,14 +535,15 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 			secrets, err = w.o.secrets(ctx, pod)
 			if err != nil {
 				cancel()
-				w.record(p, PodState{Status: status, Err: err})
+				w.record(p, PodState{Status: status, Err: err, APIStatus: w.apiStatus(p, pod, status, false)})
 				return w.o.clock.Now().Add(w.o.errorRetry), false
 			}
 		}
 		r := w.syncer.SyncPod(ctx, pod, status, secrets)
 		cancel()
+		w.reasons.Update(pod.UID, r)
 		nextSync, hasNext := r.NextSync()
-		st := PodState{Status: status, Result: r}
+		st := PodState{Status: status, Result: r, APIStatus: w.apiStatus(p, pod, status, false)}
 		if hasNext {
 			st.NextSync = nextSync
 		}
@@ -536,9 +605,15 @@ func (w *Workers) record(p *worker, st PodState) {
 	}
 }
 
-func (w *Workers) remove(p *worker, status *podsync.PodStatus, r podsync.Result) {
+func (p *worker) lastAPIStatus(w *Workers) corev1.PodStatus {
 	w.mu.Lock()
-	st := PodState{Pod: p.pod, Status: status, Result: r, Synced: w.o.clock.Now(), Terminating: true, Removed: true}
+	defer w.mu.Unlock()
+	return p.state.APIStatus
+}
+
+func (w *Workers) remove(p *worker, status *podsync.PodStatus, r podsync.Result, final corev1.PodStatus) {
+	w.mu.Lock()
+	st := PodState{Pod: p.pod, Status: status, Result: r, Synced: w.o.clock.Now(), Terminating: true, Removed: true, APIStatus: final}
 	if w.pods[p.uid] == p {
 		delete(w.pods, p.uid)
 	}
