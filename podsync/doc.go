@@ -71,8 +71,12 @@
 //
 // Only the sidecar-aware path exists: kubelet's legacy path (feature gate
 // LegacySidecarContainers, off by default and being removed) is not
-// implemented, nor are in-place resize, container restart rules or
-// restart-all-containers. Kubelet cannot tell whether an exited app
+// implemented, nor is in-place resize. Container restart rules
+// (ContainerShouldRestart) decide whether an exited container restarts,
+// as kubelet's ShouldContainerBeRestarted; elsewhere (a failed init
+// container, recreating a sandbox) the pod's restartPolicy still decides.
+// A RestartAllContainers rule is refused (criconfig.ErrUnsupported), not
+// carried out as a single restart. Kubelet cannot tell whether an exited app
 // container ran in the current sandbox, so with a sidecar running and
 // every app container crashed it may re-run init containers instead of
 // restarting the apps (kubernetes#136969); when ContainerStatus.SandboxID

@@ -1,12 +1,14 @@
 package podsync
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/podstart/podstart/criconfig"
 	"github.com/podstart/podstart/mounts"
 )
 
@@ -25,7 +27,24 @@ func (o *options) nilDefaults() {
 
 // validatePod refuses a pod whose names would take host paths outside the
 // root or log dirs; SyncPod calls it before anything else.
-func validatePod(pod *corev1.Pod) error { return mounts.ValidatePodNames(pod) }
+// It also refuses what podsync does not carry out rather than run the pod
+// otherwise: a RestartAllContainers restart rule (kubelet v1.36 restarts
+// every container in place; podsync would restart only the one).
+func validatePod(pod *corev1.Pod) error {
+	if err := mounts.ValidatePodNames(pod); err != nil {
+		return err
+	}
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			for _, r := range c.RestartPolicyRules {
+				if r.Action == corev1.ContainerRestartRuleActionRestartAllContainers {
+					return fmt.Errorf("%w: container %q: restartPolicyRules action RestartAllContainers is not implemented", criconfig.ErrUnsupported, c.Name)
+				}
+			}
+		}
+	}
+	return nil
+}
 
 // readOnly returns a shallow copy of the caller's status that SyncPod may
 // change (the init-container purge drops entries) without writing to the

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/podstart/podstart/images"
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/podworker"
+	"github.com/podstart/podstart/probes"
 	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/test/e2elock"
 )
@@ -475,4 +477,112 @@ func TestCRICallsPerFreshPodOnContainerd(t *testing.T) {
 	if float64(total) > 1.2*float64(bare) {
 		t.Fatalf("%d CRI calls, more than 1.2 x the bare %d", total, bare)
 	}
+}
+
+type eventLog struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (r *eventLog) Eventf(_ apiruntime.Object, typ, reason, format string, args ...interface{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.list = append(r.list, reason+": "+fmt.Sprintf(format, args...))
+}
+
+func (r *eventLog) find(prefix string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.list {
+		if strings.HasPrefix(e, prefix) {
+			return e
+		}
+	}
+	return ""
+}
+
+// On containerd, through the pod worker: a readiness probe that flips
+// makes Ready flip; a failing liveness probe restarts the container with
+// kubelet's reason.
+func TestProbesOnContainerd(t *testing.T) {
+	e, rt := setup(t)
+	root := t.TempDir()
+	ev := &eventLog{}
+	ims := images.NewManager(rt, images.WithNodeKeyring(credentials.NewNodeKeyring(nodeFile(t, e.registry, e.user, e.pass))))
+	defer ims.Close()
+	pm := probes.New(rt, probes.WithRecorder(ev))
+	defer pm.Close()
+	syncer := podsync.NewSyncer(rt, ims, podsync.WithProbes(pm), podsync.WithRecorder(ev), podsync.WithRootDir(root), podsync.WithPodLogsDir(filepath.Join(root, "logs")))
+	states := make(chan podworker.PodState, 1000)
+	w := podworker.New(syncer, rt, podworker.WithProbes(pm), podworker.WithRelistPeriod(200*time.Millisecond),
+		podworker.WithOnSync(func(_ types.UID, st podworker.PodState) {
+			select {
+			case states <- st:
+			default:
+			}
+		}))
+	defer w.Close()
+	app := corev1.Container{Name: "app", Image: e.image, ImagePullPolicy: corev1.PullIfNotPresent,
+		Command: []string{"sh", "-c", "touch /tmp/ready /tmp/alive; trap 'exit 0' TERM; sleep 3600 & wait"}}
+	app.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/tmp/ready"}}},
+		PeriodSeconds: 1, FailureThreshold: 1, SuccessThreshold: 1, TimeoutSeconds: 5}
+	app.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/tmp/alive"}}},
+		PeriodSeconds: 1, FailureThreshold: 2, SuccessThreshold: 1, TimeoutSeconds: 5}
+	pod := newPod(t, rt, "probes", app)
+	grace := int64(2)
+	pod.Spec.TerminationGracePeriodSeconds = &grace
+	if err := w.Upsert(pod); err != nil {
+		t.Fatal(err)
+	}
+	until := func(what string, cond func(corev1.PodStatus) bool) corev1.PodStatus {
+		t.Helper()
+		deadline := time.After(60 * time.Second)
+		for {
+			select {
+			case st := <-states:
+				if cond(st.APIStatus) {
+					return st.APIStatus
+				}
+			case <-deadline:
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+	ready := func(s corev1.PodStatus) corev1.ConditionStatus {
+		for _, c := range s.Conditions {
+			if c.Type == corev1.PodReady {
+				return c.Status
+			}
+		}
+		return ""
+	}
+	s := until("Ready", func(s corev1.PodStatus) bool { return ready(s) == corev1.ConditionTrue })
+	id := strings.TrimPrefix(s.ContainerStatuses[0].ContainerID, "containerd://")
+	inContainer := func(cmd ...string) {
+		t.Helper()
+		if _, _, err := rt.ExecSync(context.Background(), id, cmd, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inContainer("rm", "/tmp/ready")
+	until("not Ready", func(s corev1.PodStatus) bool { return ready(s) == corev1.ConditionFalse })
+	inContainer("touch", "/tmp/ready")
+	until("Ready again", func(s corev1.PodStatus) bool { return ready(s) == corev1.ConditionTrue })
+	inContainer("rm", "/tmp/alive")
+	s = until("a liveness restart", func(s corev1.PodStatus) bool {
+		return s.ContainerStatuses[0].RestartCount == 1 && s.ContainerStatuses[0].State.Running != nil
+	})
+	if msg := ev.find("Killing: Container app failed liveness probe, will be restarted"); msg == "" {
+		t.Errorf("no Killing event with kubelet's liveness message; events: %v", ev.list)
+	}
+	if ev.find("Unhealthy: Liveness probe failed") == "" || ev.find("Unhealthy: Readiness probe failed") == "" {
+		t.Errorf("no Unhealthy events: %v", ev.list)
+	}
+	if err := w.Delete(pod, nil); err != nil {
+		t.Fatal(err)
+	}
+	until("removed", func(corev1.PodStatus) bool {
+		_, held := w.Status(pod.UID)
+		return !held
+	})
 }

@@ -1,0 +1,61 @@
+package podsync_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podstart/podstart/criconfig"
+	"github.com/podstart/podstart/podsync"
+)
+
+func TestContainerShouldRestart(t *testing.T) {
+	always, never, onFailure := corev1.ContainerRestartPolicyAlways, corev1.ContainerRestartPolicyNever, corev1.ContainerRestartPolicyOnFailure
+	rule := func(op corev1.ContainerRestartRuleOnExitCodesOperator, codes ...int32) []corev1.ContainerRestartRule {
+		return []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestart,
+			ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: op, Values: codes}}}
+	}
+	cases := []struct {
+		name   string
+		pod    corev1.RestartPolicy
+		policy *corev1.ContainerRestartPolicy
+		rules  []corev1.ContainerRestartRule
+		exit   int32
+		want   bool
+	}{
+		{"pod Always", corev1.RestartPolicyAlways, nil, nil, 0, true},
+		{"pod OnFailure, 0", corev1.RestartPolicyOnFailure, nil, nil, 0, false},
+		{"pod OnFailure, 1", corev1.RestartPolicyOnFailure, nil, nil, 1, true},
+		{"pod Never", corev1.RestartPolicyNever, nil, nil, 1, false},
+		{"pod Never, container Always", corev1.RestartPolicyNever, &always, nil, 1, true},
+		{"pod Always, container Never", corev1.RestartPolicyAlways, &never, nil, 1, false},
+		{"container OnFailure, 0", corev1.RestartPolicyAlways, &onFailure, nil, 0, false},
+		{"rule In matches", corev1.RestartPolicyNever, &never, rule(corev1.ContainerRestartRuleOnExitCodesOpIn, 42), 42, true},
+		{"rule In misses", corev1.RestartPolicyNever, &never, rule(corev1.ContainerRestartRuleOnExitCodesOpIn, 42), 1, false},
+		{"rule NotIn [42,137]", corev1.RestartPolicyNever, &never, rule(corev1.ContainerRestartRuleOnExitCodesOpNotIn, 42, 137), 1, true},
+		{"rule NotIn, 137", corev1.RestartPolicyNever, &never, rule(corev1.ContainerRestartRuleOnExitCodesOpNotIn, 42, 137), 137, false},
+		{"rules without container policy ignored", corev1.RestartPolicyNever, nil, rule(corev1.ContainerRestartRuleOnExitCodesOpIn, 1), 1, false},
+	}
+	for _, c := range cases {
+		ct := &corev1.Container{Name: "c", RestartPolicy: c.policy, RestartPolicyRules: c.rules}
+		if got := podsync.ContainerShouldRestart(ct, &corev1.PodSpec{RestartPolicy: c.pod}, c.exit); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestRestartAllContainersRefused(t *testing.T) {
+	h := newHarness(t, false, nil)
+	pod := appPod("all")
+	never := corev1.ContainerRestartPolicyNever
+	pod.Spec.Containers[0].RestartPolicy = &never
+	pod.Spec.Containers[0].RestartPolicyRules = []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestartAllContainers,
+		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{1}}}}
+	st, _ := h.syncer.Status(context.Background(), pod)
+	r := h.syncer.SyncPod(context.Background(), pod, st, nil)
+	if !errors.Is(r.Error(), criconfig.ErrUnsupported) || h.fake.CallCount("RunPodSandbox") != 0 {
+		t.Fatalf("result %v, %d sandboxes", r.Error(), h.fake.CallCount("RunPodSandbox"))
+	}
+}
