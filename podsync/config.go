@@ -93,8 +93,10 @@ func (s *Syncer) environment(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 	return kv, env, nil
 }
 
-// restartCountFromLogs is kubelet's fallback when no status exists: the
-// largest N among the container's N.log files, plus one.
+// restartCountFromLogs is kubelet's calcRestartCountByLogDir, its
+// fallback when no status exists: the largest N among the container's
+// files whose names start with N.log (kubelet's ^(\d+)\.log(\..*)?, which
+// takes rotated logs too), plus one.
 func restartCountFromLogs(dir string) int {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -103,11 +105,11 @@ func restartCountFromLogs(dir string) int {
 	count := 0
 	for _, e := range entries {
 		name := e.Name()
-		i := strings.Index(name, ".log")
-		if i <= 0 {
+		digits := len(name) - len(strings.TrimLeft(name, "0123456789"))
+		if e.IsDir() || digits == 0 || !strings.HasPrefix(name[digits:], ".log") {
 			continue
 		}
-		if n, err := strconv.Atoi(name[:i]); err == nil && n+1 > count {
+		if n, err := strconv.Atoi(name[:digits]); err == nil && n+1 > count {
 			count = n + 1
 		}
 	}
