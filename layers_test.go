@@ -40,7 +40,7 @@ var rules = map[string]rule{
 	"runtime/fake": {module: []string{"runtime"}, forbid: heavyDeps},
 	"credentials":  {forbid: append([]string{grpc, "k8s.io/cri-api"}, heavyDeps...)},
 	"defaults":     {forbid: append([]string{grpc, "k8s.io/cri-api"}, heavyDeps...)},
-	"mounts":       {module: []string{"internal/expansion"}, forbid: append([]string{grpc}, heavyDeps...), via: []string{criTypes}},
+	"mounts":       {module: []string{"internal/expansion"}, forbid: append([]string{grpc, "google.golang.org/protobuf", "k8s.io/cri-api"}, heavyDeps...)},
 	"criconfig":    {module: []string{"mounts", "internal/..."}, forbid: heavyDeps},
 	"images":       {module: []string{"credentials", "runtime", "internal/..."}, forbid: heavyDeps},
 	"podsync":      {module: []string{"criconfig", "images", "mounts", "runtime", "internal/..."}, forbid: heavyDeps},

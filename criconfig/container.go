@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstart/podstart/internal/expansion"
+	"github.com/podstart/podstart/mounts"
 )
 
 // EnvVar is one resolved environment variable, in kubelet's order.
@@ -122,4 +123,19 @@ func ContainerAnnotations(pod *corev1.Pod, c *corev1.Container, restartCount int
 		}
 	}
 	return a
+}
+
+// CRIMounts converts mounts (from mounts.Make) to CRI mounts. SELinux
+// relabelling is asked for only when selinuxEnabled (kubelet: when SELinux
+// is enabled on the node).
+func CRIMounts(ms []mounts.Mount, selinuxEnabled bool) []*runtimeapi.Mount {
+	out := make([]*runtimeapi.Mount, len(ms))
+	for i, m := range ms {
+		out[i] = &runtimeapi.Mount{
+			ContainerPath: m.ContainerPath, HostPath: m.HostPath, Readonly: m.ReadOnly,
+			RecursiveReadOnly: m.RecursiveReadOnly, SelinuxRelabel: m.SELinuxRelabel && selinuxEnabled,
+			Propagation: runtimeapi.MountPropagation(m.Propagation),
+		}
+	}
+	return out
 }

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstart/podstart/mounts"
 )
 
 func rl(kv ...string) corev1.ResourceList {
@@ -465,5 +467,27 @@ func TestParseResolvConf(t *testing.T) {
 	rc := ParseResolvConf([]byte("# c\nnameserver 1.1.1.1\nnameserver\nsearch a.test. .\nsearch b.test c.test.\noptions ndots:1 rotate\noptions ndots:2\n"))
 	if !slices.Equal(rc.Nameservers, []string{"1.1.1.1"}) || !slices.Equal(rc.Searches, []string{"b.test", "c.test"}) || !slices.Equal(rc.Options, []string{"ndots:2", "rotate"}) {
 		t.Fatalf("%+v", rc)
+	}
+}
+
+func TestCRIMounts(t *testing.T) {
+	ms := []mounts.Mount{
+		{ContainerPath: "/a", HostPath: "/h/a", ReadOnly: true, RecursiveReadOnly: true, Propagation: mounts.PropagationPrivate},
+		{ContainerPath: "/b", HostPath: "/h/b", SELinuxRelabel: true, Propagation: mounts.PropagationBidirectional},
+		{ContainerPath: "/c", HostPath: "/h/c", Propagation: mounts.PropagationHostToContainer},
+	}
+	off := CRIMounts(ms, false)
+	if off[1].SelinuxRelabel {
+		t.Error("relabel asked for with SELinux off")
+	}
+	on := CRIMounts(ms, true)
+	if !on[1].SelinuxRelabel || !on[0].Readonly || !on[0].RecursiveReadOnly || on[0].HostPath != "/h/a" || on[0].ContainerPath != "/a" {
+		t.Errorf("converted: %v", on)
+	}
+	for i, want := range []runtimeapi.MountPropagation{runtimeapi.MountPropagation_PROPAGATION_PRIVATE,
+		runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL, runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER} {
+		if on[i].Propagation != want || ms[i].Propagation.String() != want.String() {
+			t.Errorf("mount %d: propagation %v (%s), want %v", i, on[i].Propagation, ms[i].Propagation, want)
+		}
 	}
 }

@@ -3,37 +3,37 @@ package mounts
 import (
 	"errors"
 	"strings"
-
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // ErrInvalidBind: a mount cannot be written as a docker bind string.
 var ErrInvalidBind = errors.New("mount cannot be a docker bind")
 
-// DockerBinds writes CRI mounts as docker bind strings,
+// DockerBinds writes mounts as docker bind strings,
 // "host:container[:opts]", with the options in kubelet's (dockershim,
 // cri-dockerd) order: "ro", "Z", then "rshared" (Bidirectional) or
-// "rslave" (HostToContainer). Private propagation adds nothing.
+// "rslave" (HostToContainer). Private propagation adds nothing. "Z" is
+// written only when selinuxEnabled (the node has SELinux), as kubelet asks
+// for relabelling only then.
 //
 // Docker 25 made "ro" in a bind string recursive; for a non-recursive
 // read-only mount on Docker 25 or later use DockerMounts instead.
-func DockerBinds(mounts []*runtimeapi.Mount) ([]string, error) {
+func DockerBinds(mounts []Mount, selinuxEnabled bool) ([]string, error) {
 	out := make([]string, 0, len(mounts))
 	for _, m := range mounts {
 		if err := checkBind(m); err != nil {
 			return nil, err
 		}
 		var opts []string
-		if m.Readonly {
+		if m.ReadOnly {
 			opts = append(opts, "ro")
 		}
-		if m.SelinuxRelabel {
+		if m.SELinuxRelabel && selinuxEnabled {
 			opts = append(opts, "Z")
 		}
 		switch m.Propagation {
-		case runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL:
+		case PropagationBidirectional:
 			opts = append(opts, "rshared")
-		case runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER:
+		case PropagationHostToContainer:
 			opts = append(opts, "rslave")
 		}
 		bind := m.HostPath + ":" + m.ContainerPath
@@ -45,7 +45,7 @@ func DockerBinds(mounts []*runtimeapi.Mount) ([]string, error) {
 	return out, nil
 }
 
-func checkBind(m *runtimeapi.Mount) error {
+func checkBind(m Mount) error {
 	for _, p := range []string{m.HostPath, m.ContainerPath} {
 		if p == "" || strings.ContainsAny(p, ":,\x00") {
 			return errorf(ErrInvalidBind, "path %q is empty or contains ':', ',' or NUL", p)
@@ -69,29 +69,33 @@ type DockerMount struct {
 	CreateMountpoint     bool
 }
 
-// DockerMounts writes CRI mounts as Docker API bind mounts the way current
-// cri-dockerd does: read-only mounts are non-recursive unless the CRI
-// mount asks for recursive read-only, which then needs read-only and
-// private propagation. SELinux relabelling is not expressed in a mount.
-func DockerMounts(mounts []*runtimeapi.Mount) ([]DockerMount, error) {
+// DockerMounts writes mounts as Docker API bind mounts the way current
+// cri-dockerd does: read-only mounts are non-recursive unless the mount
+// asks for recursive read-only, which then needs a runtime handler that
+// supports it (rroSupported), private propagation and read-only, checked
+// in cri-dockerd's order. SELinux relabelling is not expressed in a mount.
+func DockerMounts(mounts []Mount, rroSupported bool) ([]DockerMount, error) {
 	out := make([]DockerMount, 0, len(mounts))
 	for _, m := range mounts {
 		if m.RecursiveReadOnly {
-			if !m.Readonly {
-				return nil, errorf(ErrRecursiveReadOnly, "recursive read-only mount conflicts with RW mount")
+			if !rroSupported {
+				return nil, errorf(ErrRecursiveReadOnly, "recursive read-only mount is not supported by the runtime handler")
 			}
-			if m.Propagation != runtimeapi.MountPropagation_PROPAGATION_PRIVATE {
+			if m.Propagation != PropagationPrivate {
 				return nil, errorf(ErrRecursiveReadOnly, "recursive read-only mount needs private propagation")
 			}
+			if !m.ReadOnly {
+				return nil, errorf(ErrRecursiveReadOnly, "recursive read-only mount conflicts with RW mount")
+			}
 		}
-		dm := DockerMount{Type: "bind", Source: m.HostPath, Target: m.ContainerPath, ReadOnly: m.Readonly, CreateMountpoint: true}
-		if m.Readonly {
+		dm := DockerMount{Type: "bind", Source: m.HostPath, Target: m.ContainerPath, ReadOnly: m.ReadOnly, CreateMountpoint: true}
+		if m.ReadOnly {
 			dm.ReadOnlyNonRecursive = !m.RecursiveReadOnly
 		}
 		switch m.Propagation {
-		case runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL:
+		case PropagationBidirectional:
 			dm.Propagation = "rshared"
-		case runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER:
+		case PropagationHostToContainer:
 			dm.Propagation = "rslave"
 		}
 		out = append(out, dm)

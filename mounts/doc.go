@@ -19,10 +19,13 @@
 //   - Every container instance gets a new termination message file
 //     <podDir>/containers/<name>/<8 hex digits>, mode 0666; if it cannot be
 //     created, the mount is left out and the start goes on.
-//   - ToCRI gives CRI mounts; DockerBinds gives docker bind strings with
-//     options in kubelet's order ("ro", "Z", "rshared"/"rslave"), and
-//     DockerMounts the Docker API form that cri-dockerd now uses, because
-//     Docker 25 made "ro" in a bind string recursive.
+//   - Mounts are mounts' own type (Propagation has CRI's values), so the
+//     package needs neither gRPC nor cri-api; criconfig.CRIMounts gives CRI
+//     mounts. DockerBinds gives docker bind strings with options in
+//     kubelet's order ("ro", "Z", "rshared"/"rslave"), and DockerMounts the
+//     Docker API form that cri-dockerd now uses, because Docker 25 made
+//     "ro" in a bind string recursive; recursive read-only is checked in
+//     cri-dockerd's order (handler support, propagation, read-write).
 //
 // # Differences from kubelet
 //

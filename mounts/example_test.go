@@ -35,7 +35,7 @@ func ExampleDockerBinds() {
 		fmt.Println(err)
 		return
 	}
-	binds, _ := mounts.DockerBinds(mounts.ToCRI(ms, true))
+	binds, _ := mounts.DockerBinds(ms, true) // true: the node has SELinux
 	for _, b := range binds {
 		fmt.Println(b)
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // ShouldMountHostsFile is kubelet's rule (v1.31+): the managed hosts file
@@ -146,6 +145,6 @@ func hostsMount(pod *corev1.Pod, req Request, o options) (Mount, error) {
 	}
 	return Mount{
 		Name: EtcHostsVolumeName, ContainerPath: EtcHostsPath, HostPath: file,
-		SELinuxRelabel: true, Propagation: runtimeapi.MountPropagation_PROPAGATION_PRIVATE,
+		SELinuxRelabel: true, Propagation: PropagationPrivate,
 	}, nil
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstart/podstart/internal/expansion"
 )
@@ -55,7 +54,7 @@ type Mount struct {
 	ReadOnly          bool
 	RecursiveReadOnly bool
 	SELinuxRelabel    bool
-	Propagation       runtimeapi.MountPropagation
+	Propagation       Propagation
 }
 
 // Request is what Make needs for one container.
@@ -144,7 +143,7 @@ func Make(ctx context.Context, req Request, opts ...Option) ([]Mount, error) {
 		dir := path.Join(req.PodDir, "containers", c.Name)
 		if file, err := o.disk.CreateTerminationFile(dir); err == nil {
 			// Relabelled whenever SELinux is on, as kubelet does.
-			out = append(out, Mount{ContainerPath: c.TerminationMessagePath, HostPath: file, SELinuxRelabel: true, Propagation: runtimeapi.MountPropagation_PROPAGATION_PRIVATE})
+			out = append(out, Mount{ContainerPath: c.TerminationMessagePath, HostPath: file, SELinuxRelabel: true, Propagation: PropagationPrivate})
 		}
 	}
 	return out, nil
@@ -183,7 +182,7 @@ func makeOne(vm *corev1.VolumeMount, c *corev1.Container, req Request, disk Disk
 	if !path.IsAbs(containerPath) {
 		containerPath = path.Clean("/" + containerPath)
 	}
-	prop, err := Propagation(vm.MountPropagation)
+	prop, err := PropagationFor(vm.MountPropagation)
 	if err != nil {
 		return Mount{}, err
 	}
@@ -250,19 +249,43 @@ func ExpandSubPathExpr(expr string, env map[string]string) (string, error) {
 	return out, nil
 }
 
-// Propagation translates a volumeMount's mountPropagation: unset and None
+// Propagation is a mount's propagation, with CRI's values
+// (runtime.v1.MountPropagation) so a conversion is a cast.
+type Propagation int32
+
+// Propagations.
+const (
+	PropagationPrivate         Propagation = 0 // none; kubelet's default
+	PropagationHostToContainer Propagation = 1 // rslave
+	PropagationBidirectional   Propagation = 2 // rshared
+)
+
+// String is CRI's name for the propagation.
+func (p Propagation) String() string {
+	switch p {
+	case PropagationPrivate:
+		return "PROPAGATION_PRIVATE"
+	case PropagationHostToContainer:
+		return "PROPAGATION_HOST_TO_CONTAINER"
+	case PropagationBidirectional:
+		return "PROPAGATION_BIDIRECTIONAL"
+	}
+	return fmt.Sprintf("Propagation(%d)", int32(p))
+}
+
+// PropagationFor translates a volumeMount's mountPropagation: unset and None
 // are private, HostToContainer is rslave, Bidirectional is rshared.
-func Propagation(mode *corev1.MountPropagationMode) (runtimeapi.MountPropagation, error) {
+func PropagationFor(mode *corev1.MountPropagationMode) (Propagation, error) {
 	if mode == nil {
-		return runtimeapi.MountPropagation_PROPAGATION_PRIVATE, nil
+		return PropagationPrivate, nil
 	}
 	switch *mode {
 	case corev1.MountPropagationNone:
-		return runtimeapi.MountPropagation_PROPAGATION_PRIVATE, nil
+		return PropagationPrivate, nil
 	case corev1.MountPropagationHostToContainer:
-		return runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER, nil
+		return PropagationHostToContainer, nil
 	case corev1.MountPropagationBidirectional:
-		return runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL, nil
+		return PropagationBidirectional, nil
 	}
 	return 0, errorf(ErrInvalidPropagation, "invalid MountPropagation mode: %q", *mode)
 }
@@ -287,20 +310,6 @@ func resolveRecursiveReadOnly(vm *corev1.VolumeMount, readOnly, supported bool) 
 		return true, nil
 	}
 	return false, errorf(ErrRecursiveReadOnly, "unknown recursive read-only mode %q", *vm.RecursiveReadOnly)
-}
-
-// ToCRI converts mounts to CRI mounts. SELinux relabelling is asked for
-// only when selinuxEnabled (kubelet: when SELinux is enabled on the node).
-func ToCRI(mounts []Mount, selinuxEnabled bool) []*runtimeapi.Mount {
-	out := make([]*runtimeapi.Mount, len(mounts))
-	for i, m := range mounts {
-		out[i] = &runtimeapi.Mount{
-			ContainerPath: m.ContainerPath, HostPath: m.HostPath, Readonly: m.ReadOnly,
-			RecursiveReadOnly: m.RecursiveReadOnly, SelinuxRelabel: m.SELinuxRelabel && selinuxEnabled,
-			Propagation: m.Propagation,
-		}
-	}
-	return out
 }
 
 // classError has kubelet's exact message and matches its class.

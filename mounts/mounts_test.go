@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // memDisk records side effects without touching the file system.
@@ -65,7 +64,7 @@ var volumes = VolumeMap{
 
 func TestMakeRules(t *testing.T) {
 	t.Parallel()
-	private := runtimeapi.MountPropagation_PROPAGATION_PRIVATE
+	private := PropagationPrivate
 	tests := []struct {
 		name    string
 		vm      corev1.VolumeMount
@@ -81,8 +80,8 @@ func TestMakeRules(t *testing.T) {
 		{name: "read-only forced by the volume", vm: corev1.VolumeMount{Name: "forced", MountPath: "/d"}, want: Mount{Name: "forced", ContainerPath: "/d", HostPath: "/v/forced", ReadOnly: true, Propagation: private}},
 		{name: "selinux relabel from the volume", vm: corev1.VolumeMount{Name: "label", MountPath: "/d"}, want: Mount{Name: "label", ContainerPath: "/d", HostPath: "/v/label", SELinuxRelabel: true, Propagation: private}},
 		{name: "propagation None", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", MountPropagation: ptr(corev1.MountPropagationNone)}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data", Propagation: private}},
-		{name: "propagation HostToContainer", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", MountPropagation: ptr(corev1.MountPropagationHostToContainer)}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data", Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER}},
-		{name: "propagation Bidirectional", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", MountPropagation: ptr(corev1.MountPropagationBidirectional)}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data", Propagation: runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL}},
+		{name: "propagation HostToContainer", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", MountPropagation: ptr(corev1.MountPropagationHostToContainer)}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data", Propagation: PropagationHostToContainer}},
+		{name: "propagation Bidirectional", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", MountPropagation: ptr(corev1.MountPropagationBidirectional)}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data", Propagation: PropagationBidirectional}},
 		{name: "propagation invalid", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", MountPropagation: ptr(corev1.MountPropagationMode("Sideways"))}, wantErr: ErrInvalidPropagation, errText: `invalid MountPropagation mode: "Sideways"`},
 		{name: "missing volume", vm: corev1.VolumeMount{Name: "nope", MountPath: "/d"}, wantErr: ErrVolumeNotFound, errText: `cannot find volume "nope" to mount into container "app"`},
 		{name: "empty volume name", vm: corev1.VolumeMount{MountPath: "/d"}, wantErr: ErrVolumeNotFound, errText: "has no volume name"},
@@ -173,12 +172,8 @@ func TestMakeOrderHostsAndTermination(t *testing.T) {
 	if term := got[3]; term.HostPath != "/pods/uid1/containers/app/0123abcd" || term.ReadOnly {
 		t.Fatalf("termination mount %+v", term)
 	}
-	cri := ToCRI(got, false)
-	if cri[2].SelinuxRelabel || cri[0].SelinuxRelabel {
-		t.Fatal("relabel asked for with SELinux off")
-	}
-	if cri = ToCRI(got, true); !cri[2].SelinuxRelabel || !cri[3].SelinuxRelabel || cri[2].HostPath != "/pods/uid1/etc-hosts" {
-		t.Fatalf("CRI with SELinux: %v", cri)
+	if !got[2].SELinuxRelabel || !got[3].SELinuxRelabel || got[2].HostPath != "/pods/uid1/etc-hosts" {
+		t.Fatalf("relabel requests: %+v", got)
 	}
 }
 
@@ -318,14 +313,17 @@ func TestHostsFileRefusesInjection(t *testing.T) {
 
 func TestDockerBinds(t *testing.T) {
 	t.Parallel()
-	mounts := []*runtimeapi.Mount{
-		{HostPath: "/mnt/8", ContainerPath: "/var/lib/mysql/8", Readonly: true, SelinuxRelabel: true, Propagation: runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL},
-		{HostPath: "/mnt/5", ContainerPath: "/var/lib/mysql/5", Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER},
+	mounts := []Mount{
+		{HostPath: "/mnt/8", ContainerPath: "/var/lib/mysql/8", ReadOnly: true, SELinuxRelabel: true, Propagation: PropagationBidirectional},
+		{HostPath: "/mnt/5", ContainerPath: "/var/lib/mysql/5", Propagation: PropagationHostToContainer},
 		{HostPath: "/mnt/1", ContainerPath: "/data"},
-		{HostPath: "/mnt/2", ContainerPath: "/ro", Readonly: true},
-		{HostPath: "/mnt/3", ContainerPath: "/z", SelinuxRelabel: true, Propagation: runtimeapi.MountPropagation(99)},
+		{HostPath: "/mnt/2", ContainerPath: "/ro", ReadOnly: true},
+		{HostPath: "/mnt/3", ContainerPath: "/z", SELinuxRelabel: true, Propagation: Propagation(99)},
 	}
-	got, err := DockerBinds(mounts)
+	if off, _ := DockerBinds(mounts[:1], false); off[0] != "/mnt/8:/var/lib/mysql/8:ro,rshared" {
+		t.Fatalf("SELinux off: %q", off)
+	}
+	got, err := DockerBinds(mounts, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,8 +331,8 @@ func TestDockerBinds(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %q\nwant %q", got, want)
 	}
-	for _, bad := range []*runtimeapi.Mount{{HostPath: "/a", ContainerPath: "/b:c"}, {HostPath: "/a:b", ContainerPath: "/c"}, {HostPath: "", ContainerPath: "/c"}, {HostPath: "/a", ContainerPath: "/b,ro"}} {
-		if _, err := DockerBinds([]*runtimeapi.Mount{bad}); !errors.Is(err, ErrInvalidBind) {
+	for _, bad := range []Mount{{HostPath: "/a", ContainerPath: "/b:c"}, {HostPath: "/a:b", ContainerPath: "/c"}, {HostPath: "", ContainerPath: "/c"}, {HostPath: "/a", ContainerPath: "/b,ro"}} {
+		if _, err := DockerBinds([]Mount{bad}, true); !errors.Is(err, ErrInvalidBind) {
 			t.Errorf("%v accepted: %v", bad, err)
 		}
 	}
@@ -342,18 +340,30 @@ func TestDockerBinds(t *testing.T) {
 
 func TestDockerMounts(t *testing.T) {
 	t.Parallel()
-	got, err := DockerMounts([]*runtimeapi.Mount{
-		{HostPath: "/a", ContainerPath: "/a", Readonly: true},
-		{HostPath: "/b", ContainerPath: "/b", Readonly: true, RecursiveReadOnly: true},
-		{HostPath: "/c", ContainerPath: "/c", Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER},
-	})
+	got, err := DockerMounts([]Mount{
+		{HostPath: "/a", ContainerPath: "/a", ReadOnly: true},
+		{HostPath: "/b", ContainerPath: "/b", ReadOnly: true, RecursiveReadOnly: true},
+		{HostPath: "/c", ContainerPath: "/c", Propagation: PropagationHostToContainer},
+	}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !got[0].ReadOnlyNonRecursive || got[1].ReadOnlyNonRecursive || got[2].Propagation != "rslave" || got[2].ReadOnly || !got[0].CreateMountpoint {
 		t.Fatalf("got %+v", got)
 	}
-	if _, err := DockerMounts([]*runtimeapi.Mount{{HostPath: "/a", ContainerPath: "/a", RecursiveReadOnly: true}}); !errors.Is(err, ErrRecursiveReadOnly) {
-		t.Fatalf("RRO on RW mount: %v", err)
+	// cri-dockerd's order of checks: handler support, propagation, then
+	// read-write.
+	for _, c := range []struct {
+		m         Mount
+		supported bool
+		want      string
+	}{
+		{Mount{HostPath: "/a", ContainerPath: "/a", RecursiveReadOnly: true, Propagation: PropagationBidirectional}, false, "not supported by the runtime handler"},
+		{Mount{HostPath: "/a", ContainerPath: "/a", RecursiveReadOnly: true, Propagation: PropagationBidirectional}, true, "needs private propagation"},
+		{Mount{HostPath: "/a", ContainerPath: "/a", RecursiveReadOnly: true}, true, "conflicts with RW mount"},
+	} {
+		if _, err := DockerMounts([]Mount{c.m}, c.supported); !errors.Is(err, ErrRecursiveReadOnly) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v (supported %v): %v, want %q", c.m, c.supported, err, c.want)
+		}
 	}
 }

@@ -140,7 +140,7 @@ func (s *Syncer) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1
 		return nil, err
 	}
 	return criconfig.ContainerConfig(criconfig.Container{Pod: pod, Container: c, RestartCount: restartCount, ImageRef: imageRef,
-		ImageUser: user, Env: envs, Mounts: mounts.ToCRI(ms, s.o.node.SELinuxEnabled)}, s.o.node)
+		ImageUser: user, Env: envs, Mounts: criconfig.CRIMounts(ms, s.o.node.SELinuxEnabled)}, s.o.node)
 }
 
 // imageUser is kubelet's getImageUser: the image's user from ImageStatus.
