@@ -2,6 +2,10 @@
 // per-key delay that starts at an initial value and doubles up to a
 // maximum, with no jitter, on an injectable clock. kubelet uses it for
 // image pulls and for container restarts, with different expiry rules.
+// It exists because library packages must not import client-go (its
+// dependency tree is what podstart's users avoid); beyond flowcontrol it
+// adds a snapshot of entries and a Lookup, and lets the expiry rule vary
+// (images: client-go's; containers: kubelet's 10-minute reset).
 package backoff
 
 import (
