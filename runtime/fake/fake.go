@@ -244,6 +244,14 @@ func normalize(ref string) (string, error) {
 	return named.String(), nil
 }
 
+// manifestDigest stands for the digest of the image's manifest, which a
+// repo digest names; it differs from the image ID (the config's digest),
+// as on containerd.
+func manifestDigest(name string) string {
+	sum := sha256.Sum256([]byte("manifest:" + name))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
 func imageID(name string) string {
 	sum := sha256.Sum256([]byte(name))
 	return "sha256:" + hex.EncodeToString(sum[:])
@@ -263,7 +271,7 @@ func (r *Runtime) storeImage(name string) *runtimeapi.Image {
 	img := &runtimeapi.Image{
 		Id:          id,
 		RepoTags:    []string{name},
-		RepoDigests: []string{repo + "@" + id},
+		RepoDigests: []string{repo + "@" + manifestDigest(name)},
 		Size:        r.imageSize,
 		Spec:        &runtimeapi.ImageSpec{Image: name},
 	}
@@ -702,7 +710,7 @@ func (r *Runtime) ContainerStatus(ctx context.Context, id string, verbose bool) 
 	st := &runtimeapi.ContainerStatus{
 		Id: c.id, Metadata: clone(c.config.Metadata), State: c.state,
 		CreatedAt: c.createdAt, StartedAt: c.startedAt, FinishedAt: c.exitedAt,
-		Image: clone(c.config.Image), ImageRef: c.imageRef,
+		Image: clone(c.config.Image), ImageRef: r.statusImageRef(c),
 		Labels: maps.Clone(c.config.Labels), Annotations: maps.Clone(c.config.Annotations),
 		Mounts: cloneAll(c.config.Mounts), LogPath: c.logPath,
 	}
@@ -807,4 +815,13 @@ func joinLogPath(dir, path string) string {
 		return path
 	}
 	return filepath.Join(dir, path)
+}
+
+// statusImageRef is containerd's ContainerStatus.ImageRef: the image's
+// first repo digest when it has one, else its ID. Callers hold mu.
+func (r *Runtime) statusImageRef(c *container) string {
+	if img, ok := r.images[c.imageRef]; ok && len(img.RepoDigests) > 0 {
+		return img.RepoDigests[0]
+	}
+	return c.imageRef
 }

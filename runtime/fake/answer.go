@@ -1,0 +1,186 @@
+package fake
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstart/podstart/runtime"
+)
+
+// AnswerFunc sees a call after the runtime did it and decides what the
+// caller hears: the response (as the CRI message, nil on error) and error,
+// changed or not. Returning a different error after a success models an
+// answer lost on the way (the runtime did the work; the caller does not
+// know).
+type AnswerFunc func(ctx context.Context, method string, req, resp proto.Message, err error) (proto.Message, error)
+
+// Answering wraps rt (the fake, or any runtime.Runtime) so that f sees and
+// may change every answer. Serve the result with NewServer to change
+// answers over the wire too.
+func Answering(rt runtime.Runtime, f AnswerFunc) runtime.Runtime { return &answering{rt: rt, f: f} }
+
+// LoseAnswers is an AnswerFunc that, for the next n successful calls of
+// method, reports codes.Unavailable ("connection reset by peer") although
+// the call took effect: a CreateContainer whose container exists but whose
+// ID the caller never learnt.
+func LoseAnswers(method string, n int) AnswerFunc {
+	checkMethod(method)
+	left := make(chan struct{}, n)
+	for i := 0; i < n; i++ {
+		left <- struct{}{}
+	}
+	return func(_ context.Context, m string, _, resp proto.Message, err error) (proto.Message, error) {
+		if m != method || err != nil {
+			return resp, err
+		}
+		select {
+		case <-left:
+			return nil, runtime.Classify(status.Error(codes.Unavailable, "connection reset by peer"))
+		default:
+			return resp, err
+		}
+	}
+}
+
+type answering struct {
+	rt runtime.Runtime
+	f  AnswerFunc
+}
+
+// as returns m as a T, or T's zero value (a nil message) when it is not.
+func as[T proto.Message](m proto.Message) T {
+	t, _ := m.(T)
+	return t
+}
+
+func (a *answering) answer(ctx context.Context, method string, req, resp proto.Message, err error) (proto.Message, error) {
+	if err != nil {
+		resp = nil
+	}
+	return a.f(ctx, method, req, resp, err)
+}
+
+func (a *answering) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sb *runtimeapi.PodSandboxConfig) (string, error) {
+	ref, err := a.rt.PullImage(ctx, image, auth, sb)
+	resp, err := a.answer(ctx, "PullImage", &runtimeapi.PullImageRequest{Image: image, Auth: auth, SandboxConfig: sb}, &runtimeapi.PullImageResponse{ImageRef: ref}, err)
+	return as[*runtimeapi.PullImageResponse](resp).GetImageRef(), err
+}
+
+func (a *answering) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error) {
+	r, err := a.rt.ImageStatus(ctx, image, verbose)
+	resp, err := a.answer(ctx, "ImageStatus", &runtimeapi.ImageStatusRequest{Image: image, Verbose: verbose}, r, err)
+	return as[*runtimeapi.ImageStatusResponse](resp), err
+}
+
+func (a *answering) ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
+	imgs, err := a.rt.ListImages(ctx, filter)
+	resp, err := a.answer(ctx, "ListImages", &runtimeapi.ListImagesRequest{Filter: filter}, &runtimeapi.ListImagesResponse{Images: imgs}, err)
+	return as[*runtimeapi.ListImagesResponse](resp).GetImages(), err
+}
+
+func (a *answering) RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) error {
+	err := a.rt.RemoveImage(ctx, image)
+	_, err = a.answer(ctx, "RemoveImage", &runtimeapi.RemoveImageRequest{Image: image}, &runtimeapi.RemoveImageResponse{}, err)
+	return err
+}
+
+func (a *answering) Version(ctx context.Context, v string) (*runtimeapi.VersionResponse, error) {
+	r, err := a.rt.Version(ctx, v)
+	resp, err := a.answer(ctx, "Version", &runtimeapi.VersionRequest{Version: v}, r, err)
+	return as[*runtimeapi.VersionResponse](resp), err
+}
+
+func (a *answering) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error) {
+	r, err := a.rt.Status(ctx, verbose)
+	resp, err := a.answer(ctx, "Status", &runtimeapi.StatusRequest{Verbose: verbose}, r, err)
+	return as[*runtimeapi.StatusResponse](resp), err
+}
+
+func (a *answering) RunPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (string, error) {
+	id, err := a.rt.RunPodSandbox(ctx, cfg, handler)
+	resp, err := a.answer(ctx, "RunPodSandbox", &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: handler}, &runtimeapi.RunPodSandboxResponse{PodSandboxId: id}, err)
+	return as[*runtimeapi.RunPodSandboxResponse](resp).GetPodSandboxId(), err
+}
+
+func (a *answering) StopPodSandbox(ctx context.Context, id string) error {
+	err := a.rt.StopPodSandbox(ctx, id)
+	_, err = a.answer(ctx, "StopPodSandbox", &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}, &runtimeapi.StopPodSandboxResponse{}, err)
+	return err
+}
+
+func (a *answering) RemovePodSandbox(ctx context.Context, id string) error {
+	err := a.rt.RemovePodSandbox(ctx, id)
+	_, err = a.answer(ctx, "RemovePodSandbox", &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id}, &runtimeapi.RemovePodSandboxResponse{}, err)
+	return err
+}
+
+func (a *answering) PodSandboxStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error) {
+	r, err := a.rt.PodSandboxStatus(ctx, id, verbose)
+	resp, err := a.answer(ctx, "PodSandboxStatus", &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: verbose}, r, err)
+	return as[*runtimeapi.PodSandboxStatusResponse](resp), err
+}
+
+func (a *answering) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	items, err := a.rt.ListPodSandbox(ctx, filter)
+	resp, err := a.answer(ctx, "ListPodSandbox", &runtimeapi.ListPodSandboxRequest{Filter: filter}, &runtimeapi.ListPodSandboxResponse{Items: items}, err)
+	return as[*runtimeapi.ListPodSandboxResponse](resp).GetItems(), err
+}
+
+func (a *answering) CreateContainer(ctx context.Context, sb string, cfg *runtimeapi.ContainerConfig, sbc *runtimeapi.PodSandboxConfig) (string, error) {
+	id, err := a.rt.CreateContainer(ctx, sb, cfg, sbc)
+	resp, err := a.answer(ctx, "CreateContainer", &runtimeapi.CreateContainerRequest{PodSandboxId: sb, Config: cfg, SandboxConfig: sbc}, &runtimeapi.CreateContainerResponse{ContainerId: id}, err)
+	return as[*runtimeapi.CreateContainerResponse](resp).GetContainerId(), err
+}
+
+func (a *answering) StartContainer(ctx context.Context, id string) error {
+	err := a.rt.StartContainer(ctx, id)
+	_, err = a.answer(ctx, "StartContainer", &runtimeapi.StartContainerRequest{ContainerId: id}, &runtimeapi.StartContainerResponse{}, err)
+	return err
+}
+
+func (a *answering) StopContainer(ctx context.Context, id string, timeout int64) error {
+	err := a.rt.StopContainer(ctx, id, timeout)
+	_, err = a.answer(ctx, "StopContainer", &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: timeout}, &runtimeapi.StopContainerResponse{}, err)
+	return err
+}
+
+func (a *answering) RemoveContainer(ctx context.Context, id string) error {
+	err := a.rt.RemoveContainer(ctx, id)
+	_, err = a.answer(ctx, "RemoveContainer", &runtimeapi.RemoveContainerRequest{ContainerId: id}, &runtimeapi.RemoveContainerResponse{}, err)
+	return err
+}
+
+func (a *answering) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	cs, err := a.rt.ListContainers(ctx, filter)
+	resp, err := a.answer(ctx, "ListContainers", &runtimeapi.ListContainersRequest{Filter: filter}, &runtimeapi.ListContainersResponse{Containers: cs}, err)
+	return as[*runtimeapi.ListContainersResponse](resp).GetContainers(), err
+}
+
+func (a *answering) ContainerStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.ContainerStatusResponse, error) {
+	r, err := a.rt.ContainerStatus(ctx, id, verbose)
+	resp, err := a.answer(ctx, "ContainerStatus", &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: verbose}, r, err)
+	return as[*runtimeapi.ContainerStatusResponse](resp), err
+}
+
+func (a *answering) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) ([]byte, []byte, error) {
+	stdout, stderr, err := a.rt.ExecSync(ctx, id, cmd, timeout)
+	// A non-zero exit is an error that still carries the output.
+	var code int32
+	var exit *runtime.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode
+	}
+	resp := proto.Message(&runtimeapi.ExecSyncResponse{Stdout: stdout, Stderr: stderr, ExitCode: code})
+	if err != nil && exit == nil {
+		resp = nil
+	}
+	resp, err = a.f(ctx, "ExecSync", &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: int64(timeout / time.Second)}, resp, err)
+	r := as[*runtimeapi.ExecSyncResponse](resp)
+	return r.GetStdout(), r.GetStderr(), err
+}
