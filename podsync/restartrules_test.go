@@ -6,9 +6,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstart/podstart/criconfig"
 	"github.com/podstart/podstart/podsync"
+	"github.com/podstart/podstart/runtime/fake"
 )
 
 func TestContainerShouldRestart(t *testing.T) {
@@ -57,5 +59,31 @@ func TestRestartAllContainersRefused(t *testing.T) {
 	r := h.syncer.SyncPod(context.Background(), pod, st, nil)
 	if !errors.Is(r.Error(), criconfig.ErrUnsupported) || h.fake.CallCount("RunPodSandbox") != 0 {
 		t.Fatalf("result %v, %d sandboxes", r.Error(), h.fake.CallCount("RunPodSandbox"))
+	}
+}
+
+// After a sandbox change the init containers are purged, but, as in
+// kubelet, the next init attempt counts on from the last restart count.
+func TestInitRestartCountAcrossSandboxChange(t *testing.T) {
+	h := newHarness(t, false, []fake.Option{fake.WithStartFunc(exitInits(nil))})
+	pod := demoPod()
+	h.converge(pod, 10)
+	st, _ := h.syncer.Status(context.Background(), pod)
+	if err := h.fake.KillSandbox(st.SandboxStatuses[0].Id); err != nil {
+		t.Fatal(err)
+	}
+	h.fake.ResetCalls()
+	h.sync(pod)
+	var counts []string
+	for _, c := range h.fake.Calls() {
+		if req, ok := c.Request.(*runtimeapi.CreateContainerRequest); ok {
+			counts = append(counts, req.Config.Metadata.Name+"="+req.Config.Annotations[podsync.AnnotationContainerRestartCount])
+		}
+	}
+	if len(counts) == 0 || counts[0] != "init-a=1" {
+		t.Fatalf("created after the sandbox change: %v, want init-a with restart count 1", counts)
+	}
+	if h.fake.CallCount("RemoveContainer") == 0 {
+		t.Fatal("old init instances not purged")
 	}
 }

@@ -321,7 +321,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 			return result
 		}
 		if actions.CreateSandbox {
-			s.purgeInitContainers(ctx, pod, status, &result)
+			s.purgeInitContainers(ctx, pod, status)
 		}
 	} else {
 		for _, id := range sortedKeys(actions.ContainersToKill) {
@@ -550,26 +550,27 @@ func (s *Syncer) startContainer(ctx context.Context, sandboxID string, sandboxCo
 	return "", nil
 }
 
-// purgeInitContainers removes every init container instance, before a new
-// sandbox is initialised, so old statuses cannot count for it.
-func (s *Syncer) purgeInitContainers(ctx context.Context, pod *corev1.Pod, status *PodStatus, result *Result) {
+// purgeInitContainers is kubelet's: every init container instance is
+// removed (with its log file) before a new sandbox is initialised. As in
+// kubelet the status is left as it was, so the next attempt counts on from
+// the last restart count and the crash-loop back-off still sees the last
+// exit; a failed removal is only logged (the collector retries it).
+func (s *Syncer) purgeInitContainers(ctx context.Context, pod *corev1.Pod, status *PodStatus) {
 	inits := map[string]bool{}
 	for _, c := range pod.Spec.InitContainers {
 		inits[c.Name] = true
 	}
-	var kept []*ContainerStatus
 	for _, cs := range status.ContainerStatuses {
 		if !inits[cs.Name] {
-			kept = append(kept, cs)
 			continue
 		}
+		if cs.LogPath != "" {
+			_ = s.removeUnder(s.o.node.PodLogsDir, cs.LogPath)
+		}
 		if err := runtime.Classify(s.rt.RemoveContainer(ctx, cs.ID)); err != nil && !errors.Is(err, runtime.ErrNotFound) {
-			sr := result.add(ActionRemoveContainer, cs.Name)
-			sr.Err, sr.Message = stepError(ErrRemoveContainer, err), err.Error()
-			kept = append(kept, cs)
+			logr.FromContextOrDiscard(ctx).Error(err, "Failed to remove pod init container", "container", cs.Name, "id", cs.ID)
 		}
 	}
-	status.ContainerStatuses = kept
 }
 
 // pruneInitContainers keeps, per init container, only the newest exited or
