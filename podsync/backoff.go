@@ -64,5 +64,19 @@ func (b *BackOff) Delay(key string) time.Duration { return b.b.Get(key) }
 // Reset forgets key, so its container may start at once.
 func (b *BackOff) Reset(key string) { b.b.Reset(key) }
 
+// BackOffEntry is one container's back-off: its current delay and when it
+// last changed.
+type BackOffEntry struct {
+	Delay      time.Duration
+	LastUpdate time.Time
+}
+
 // Entries returns the delay and last update of every key.
-func (b *BackOff) Entries() map[string]backoff.Entry { return b.b.Snapshot() }
+func (b *BackOff) Entries() map[string]BackOffEntry {
+	snap := b.b.Snapshot()
+	out := make(map[string]BackOffEntry, len(snap))
+	for k, e := range snap {
+		out[k] = BackOffEntry{Delay: e.Delay, LastUpdate: e.LastUpdate}
+	}
+	return out
+}

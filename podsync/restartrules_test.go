@@ -87,3 +87,22 @@ func TestInitRestartCountAcrossSandboxChange(t *testing.T) {
 		t.Fatal("old init instances not purged")
 	}
 }
+
+// Result.Error says a repeated message once, as kubelet's aggregate.
+func TestResultErrorDeduplicates(t *testing.T) {
+	e := errors.New("boom")
+	r := podsync.Result{Results: []*podsync.SyncResult{
+		{Action: podsync.ActionKillContainer, Target: "a", Err: e, Message: "m"},
+		{Action: podsync.ActionKillContainer, Target: "a", Err: e, Message: "m"},
+	}}
+	if got := r.Error().Error(); got != `failed to "KillContainer" for "a" with boom: "m"` {
+		t.Fatalf("%s", got)
+	}
+	r.Results = append(r.Results, &podsync.SyncResult{Action: podsync.ActionKillContainer, Target: "b", Err: e, Message: "m"})
+	if got := r.Error().Error(); got != `[failed to "KillContainer" for "a" with boom: "m", failed to "KillContainer" for "b" with boom: "m"]` {
+		t.Fatalf("%s", got)
+	}
+	if !errors.Is(r.Error(), e) {
+		t.Fatal("errors.Is lost")
+	}
+}

@@ -80,16 +80,26 @@ func (r Result) Error() error {
 	if len(errs) == 0 {
 		return nil
 	}
-	return &syncError{text: strings.Join(texts, ", "), errs: errs}
+	// As kubelet's aggregate, a message said twice is written once.
+	seen := map[string]bool{}
+	uniq := texts[:0]
+	for _, t := range texts {
+		if !seen[t] {
+			seen[t] = true
+			uniq = append(uniq, t)
+		}
+	}
+	return &syncError{text: strings.Join(uniq, ", "), errs: errs, distinct: len(uniq)}
 }
 
 type syncError struct {
-	text string
-	errs []error
+	text     string
+	errs     []error
+	distinct int
 }
 
 func (e *syncError) Error() string {
-	if len(e.errs) == 1 {
+	if e.distinct == 1 {
 		return e.text
 	}
 	return "[" + e.text + "]"
