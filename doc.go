@@ -23,9 +23,13 @@
 // bind strings.
 //
 // podsync decides what to do with a pod (sandbox, init containers in order,
-// sidecars, restarts with back-off) as a pure function, and carries it out
-// over CRI with SyncPod.
+// sidecars, restarts with back-off) as a pure function, carries it out
+// over CRI with SyncPod, kills pods and collects what they leave. apistatus
+// turns the runtime's view into a corev1.PodStatus; probes runs liveness,
+// readiness and startup probes; podworker drives each pod with one loop.
 //
-// The layers import strictly downward: podsync above images and mounts,
-// all of them above runtime; credentials and mounts stand alone.
+// The layers import strictly downward: podworker above apistatus and
+// probes, above podsync, above images, criconfig and mounts, all above
+// runtime; credentials and mounts stand alone (no gRPC). podstart is
+// Linux-only.
 package podstart

@@ -38,7 +38,10 @@ func PodLabels(pod *corev1.Pod) map[string]string {
 // characters without a trailing "-" or "."; with setHostnameAsFQDN the
 // FQDN, which must fit in 64 characters.
 func Hostname(pod *corev1.Pod, node Node) (hostname, domain string, err error) {
-	hostname, domain = mounts.HostnameAndDomain(pod, node.clusterDomain())
+	hostname, domain, err = mounts.HostnameAndDomain(pod, node.clusterDomain())
+	if err != nil {
+		return "", "", err
+	}
 	if pod.Spec.SetHostnameAsFQDN != nil && *pod.Spec.SetHostnameAsFQDN && domain != "" {
 		fqdn := hostname + "." + domain
 		if len(fqdn) > 64 {

@@ -50,6 +50,10 @@
 //
 // # Logs
 //
+// podstart is Linux-only: kubelet's Windows mount rules (drive letters,
+// named pipes, single-file mounts, PRIVATE propagation only) are not
+// built, and container paths are taken as Linux paths.
+//
 // This package writes no logs: what went wrong is in the returned errors.
 // The packages that log (images, podsync) use the logr.Logger in the
 // context (logr.FromContextOrDiscard), discarded by default, and never log

@@ -2,12 +2,14 @@ package mounts
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/netip"
 	"path"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // ShouldMountHostsFile is kubelet's rule (v1.31+): the managed hosts file
@@ -16,22 +18,52 @@ func ShouldMountHostsFile(pod *corev1.Pod, podIPs []string) bool {
 	return len(podIPs) > 0 || pod.Spec.HostNetwork
 }
 
-// HostnameAndDomain is kubelet's GeneratePodHostNameAndDomain:
-// spec.hostname or the pod name, cut to 63 characters without trailing "-"
-// or "."; and "<subdomain>.<namespace>.svc.<clusterDomain>" when
-// spec.subdomain is set.
-func HostnameAndDomain(pod *corev1.Pod, clusterDomain string) (hostname, domain string) {
+// ErrInvalidHostname: the pod's hostname, hostnameOverride or subdomain is
+// not a valid DNS name.
+var ErrInvalidHostname = errors.New("invalid pod hostname")
+
+// HostnameAndDomain is kubelet's GeneratePodHostNameAndDomain (v1.36):
+// spec.hostnameOverride when set (a DNS subdomain, with no domain; feature
+// HostnameOverride, on by default since v1.35), else spec.hostname (a DNS
+// label) or the pod name; cut to 63 characters without trailing "-" or
+// "."; and "<subdomain>.<namespace>.svc.<clusterDomain>" when
+// spec.subdomain (a DNS label) is set. Kubelet's messages.
+func HostnameAndDomain(pod *corev1.Pod, clusterDomain string) (hostname, domain string, err error) {
+	if o := pod.Spec.HostnameOverride; o != nil {
+		if msgs := validation.IsDNS1123Subdomain(*o); len(msgs) != 0 {
+			return "", "", errorf(ErrInvalidHostname, "pod HostnameOverride %q is not a valid DNS subdomain: %s", *o, strings.Join(msgs, ";"))
+		}
+		hostname, err = truncateHostname(pod.Name, *o)
+		return hostname, "", err
+	}
 	hostname = pod.Name
 	if pod.Spec.Hostname != "" {
+		if msgs := validation.IsDNS1123Label(pod.Spec.Hostname); len(msgs) != 0 {
+			return "", "", errorf(ErrInvalidHostname, "pod Hostname %q is not a valid DNS label: %s", pod.Spec.Hostname, strings.Join(msgs, ";"))
+		}
 		hostname = pod.Spec.Hostname
 	}
-	if len(hostname) > 63 {
-		hostname = strings.TrimRight(hostname[:63], "-.")
+	if hostname, err = truncateHostname(pod.Name, hostname); err != nil {
+		return "", "", err
 	}
 	if pod.Spec.Subdomain != "" {
+		if msgs := validation.IsDNS1123Label(pod.Spec.Subdomain); len(msgs) != 0 {
+			return "", "", errorf(ErrInvalidHostname, "pod Subdomain %q is not a valid DNS label: %s", pod.Spec.Subdomain, strings.Join(msgs, ";"))
+		}
 		domain = fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, clusterDomain)
 	}
-	return hostname, domain
+	return hostname, domain, nil
+}
+
+func truncateHostname(podName, hostname string) (string, error) {
+	if len(hostname) <= 63 {
+		return hostname, nil
+	}
+	t := strings.TrimRight(hostname[:63], "-.")
+	if t == "" {
+		return "", errorf(ErrInvalidHostname, "hostname for pod %q was invalid: %q", podName, hostname)
+	}
+	return t, nil
 }
 
 const managedHeader = `# Kubernetes-managed hosts file.
@@ -76,7 +108,10 @@ func HostsFileContent(hostname, domain string, podIPs []string, aliases []corev1
 }
 
 // NodeHostsFileContent is the hosts file of a host-network pod: a header,
-// the node's file verbatim, then the host aliases.
+// the node's file verbatim, then the host aliases. As HostsFileContent, it
+// refuses an alias whose address is not an IP or whose hostnames could add
+// lines or fields (kubelet writes them unchecked; the API server's
+// validation normally stops them first).
 func NodeHostsFileContent(node []byte, aliases []corev1.HostAlias) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString("# Kubernetes-managed hosts file (host network).\n")
@@ -130,8 +165,10 @@ func hostsMount(pod *corev1.Pod, req Request, o options) (Mount, error) {
 		}
 		content, err = NodeHostsFileContent(node, pod.Spec.HostAliases)
 	} else {
-		hostname, domain := HostnameAndDomain(pod, o.clusterDomain)
-		content, err = HostsFileContent(hostname, domain, req.PodIPs, pod.Spec.HostAliases)
+		var hostname, domain string
+		if hostname, domain, err = HostnameAndDomain(pod, o.clusterDomain); err == nil {
+			content, err = HostsFileContent(hostname, domain, req.PodIPs, pod.Spec.HostAliases)
+		}
 	}
 	if err != nil {
 		return Mount{}, err

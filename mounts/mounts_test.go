@@ -242,19 +242,31 @@ func TestHostnameAndDomain(t *testing.T) {
 	long := strings.Repeat("a", 62) + "-b"
 	tests := []struct {
 		name, hostname, subdomain string
+		override                  *string
 		wantHost, wantDomain      string
+		wantErr                   string
 	}{
-		{"web", "", "", "web", ""},
-		{"web", "custom", "", "custom", ""},
-		{"web", "", "sub", "web", "sub.shop.svc.cluster.local"},
-		{long, "", "", strings.Repeat("a", 62), ""},
-		{strings.Repeat("a", 61) + ".-x", "", "", strings.Repeat("a", 61), ""},
+		{"web", "", "", nil, "web", "", ""},
+		{"web", "custom", "", nil, "custom", "", ""},
+		{"web", "", "sub", nil, "web", "sub.shop.svc.cluster.local", ""},
+		{long, "", "", nil, strings.Repeat("a", 62), "", ""},
+		{strings.Repeat("a", 61) + ".-x", "", "", nil, strings.Repeat("a", 61), "", ""},
+		{"web", "Bad_Name", "", nil, "", "", `pod Hostname "Bad_Name" is not a valid DNS label`},
+		{"web", "", "a.b", nil, "", "", `pod Subdomain "a.b" is not a valid DNS label`},
+		{"web", "custom", "sub", ptr("node-a.example.com"), "node-a.example.com", "", ""},
+		{"web", "", "", ptr("-bad"), "", "", `pod HostnameOverride "-bad" is not a valid DNS subdomain`},
 	}
 	for _, tt := range tests {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: tt.name, Namespace: "shop"}, Spec: corev1.PodSpec{Hostname: tt.hostname, Subdomain: tt.subdomain}}
-		h, d := HostnameAndDomain(p, "cluster.local")
-		if h != tt.wantHost || d != tt.wantDomain {
-			t.Errorf("%s: %q %q, want %q %q", tt.name, h, d, tt.wantHost, tt.wantDomain)
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: tt.name, Namespace: "shop"}, Spec: corev1.PodSpec{Hostname: tt.hostname, Subdomain: tt.subdomain, HostnameOverride: tt.override}}
+		h, d, err := HostnameAndDomain(p, "cluster.local")
+		if tt.wantErr != "" {
+			if !errors.Is(err, ErrInvalidHostname) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%s: err %v, want %q", tt.name, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || h != tt.wantHost || d != tt.wantDomain {
+			t.Errorf("%s: %q %q %v, want %q %q", tt.name, h, d, err, tt.wantHost, tt.wantDomain)
 		}
 	}
 }

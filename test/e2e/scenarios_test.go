@@ -207,7 +207,7 @@ func TestMounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hostname, _ := mounts.HostnameAndDomain(pod, "cluster.local")
+	hostname, _, _ := mounts.HostnameAndDomain(pod, "cluster.local")
 	want, _ := mounts.HostsFileContent(hostname, "", st.IPs, nil)
 	if string(hosts) != string(want) {
 		t.Fatalf("/etc/hosts in the container:\n%s\nwant:\n%s", hosts, want)
