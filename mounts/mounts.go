@@ -157,6 +157,11 @@ func makeOne(vm *corev1.VolumeMount, c *corev1.Container, req Request, disk Disk
 	if !ok {
 		return Mount{}, errorf(ErrVolumeNotFound, "cannot find volume %q to mount into container %q", vm.Name, c.Name)
 	}
+	if vol.HostPath == "" {
+		// Kubelet's makeMounts refuses it too; a runtime would otherwise
+		// get a mount of "" (or of its own working directory).
+		return Mount{}, errorf(ErrVolumeNotFound, "volume %q of container %q: path is empty", vm.Name, c.Name)
+	}
 	hostPath := vol.HostPath
 	subPath := vm.SubPath
 	if vm.SubPathExpr != "" {

@@ -379,3 +379,13 @@ func TestDockerMounts(t *testing.T) {
 		}
 	}
 }
+
+func TestEmptyVolumePathRefused(t *testing.T) {
+	t.Parallel()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", VolumeMounts: []corev1.VolumeMount{{Name: "v", MountPath: "/v"}}}}}}
+	_, err := Make(context.Background(), Request{Pod: pod, Container: &pod.Spec.Containers[0], Volumes: VolumeMap{"v": {}}})
+	if !errors.Is(err, ErrVolumeNotFound) || !strings.Contains(err.Error(), "path is empty") {
+		t.Fatalf("empty host path: %v", err)
+	}
+}
