@@ -152,7 +152,16 @@ func (d OSDisk) ResolveSubPath(root, subPath string) (string, error) {
 	if d.betweenCheckAndOpen != nil {
 		d.betweenCheckAndOpen()
 	}
-	h, err := pathrs.OpenInRoot(realRoot, subPath)
+	// Open the plainly resolved path, now free of symlinks, scoped to the
+	// root: an absolute link that stays inside the volume (a log link
+	// naming the volume by its host path) is followed as kubelet follows
+	// it, and a link swapped in meanwhile cannot leave the root and shows
+	// as a different result below.
+	rel, err := filepath.Rel(realRoot, want)
+	if err != nil {
+		return "", err
+	}
+	h, err := pathrs.OpenInRoot(realRoot, rel)
 	if err != nil {
 		// It resolved a moment ago: something changed under us.
 		return "", fmt.Errorf("%w: %q changed while it was being resolved: %v", ErrSubPathEscape, subPath, err)

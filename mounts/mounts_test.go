@@ -389,3 +389,37 @@ func TestEmptyVolumePathRefused(t *testing.T) {
 		t.Fatalf("empty host path: %v", err)
 	}
 }
+
+// An absolute symlink inside a volume that names the volume by its host
+// path stays inside it, and is followed as kubelet follows it; one that
+// leaves the volume is refused.
+func TestAbsoluteSymlinkInsideVolume(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	real, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"pods/ns_p_u/app", "containers"} {
+		if err := os.MkdirAll(filepath.Join(real, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target := filepath.Join(real, "pods/ns_p_u/app/0.log")
+	if err := os.WriteFile(target, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(real, "containers/x.log")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(real, "containers/out.log")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := OSDisk{}.ResolveSubPath(root, "containers/x.log")
+	if err != nil || got != target {
+		t.Fatalf("in-volume absolute link: %q, %v; want %q", got, err, target)
+	}
+	if _, err := (OSDisk{}).ResolveSubPath(root, "containers/out.log"); !errors.Is(err, ErrSubPathEscape) {
+		t.Fatalf("link out of the volume: %v", err)
+	}
+}
