@@ -15,7 +15,7 @@ import (
 // running pods (2 init, 2 app containers each), with nothing changed;
 // reports the CRI calls it makes.
 func BenchmarkRelist100Pods(b *testing.B) {
-	e := newEnv(b, nil, podworker.WithRelistPeriod(0), podworker.WithResyncPeriod(0), podworker.WithGC(0, podsync.DefaultGCPolicy))
+	e := newEnv(b, nil, podworker.WithRelistPeriod(0), podworker.WithResyncPeriod(0), podworker.WithGC(0, podsync.DefaultGCPolicy), podworker.WithContainerEvents(false))
 	var uids []types.UID
 	for i := 0; i < 100; i++ {
 		p := testPod(fmt.Sprintf("b%03d", i))

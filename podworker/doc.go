@@ -20,9 +20,12 @@
 //     ListContainers for all pods, a status call only for instances that
 //     changed) wakes only the pods whose instances changed, and hands them
 //     the fresh status. A runtime that streams container events
-//     (runtime.ContainerEventStreamer) triggers a relist at once, so a
-//     container's exit is seen in milliseconds rather than at the next
-//     period;
+//     (runtime.ContainerEventStreamer: runtime.Client over CRI
+//     GetContainerEvents, containerd 1.7 and later; runtime/fake) triggers
+//     a relist at once, so a container's exit is seen in milliseconds
+//     rather than at the next period (WithContainerEvents turns it off);
+//     a runtime without it (containerd 1.6 answers Unimplemented) is
+//     relisted only;
 //   - a sync failed for another reason: it is retried after a delay
 //     (10 s, kubelet's workerBackOffPeriod);
 //   - kubelet's periodic resync (1 min) syncs every pod with the status of

@@ -72,6 +72,7 @@ type options struct {
 	logger       logr.Logger
 	syncDeadline time.Duration
 	probes       *probes.Manager
+	noEvents     bool
 	runtimeName  string
 	hostIPs      []string
 }
@@ -81,6 +82,10 @@ type options struct {
 // containers): the Workers feed it each pod's status, fold its results
 // into the API status, and sync a pod when one of its results changes.
 func WithProbes(m *probes.Manager) Option { return func(o *options) { o.probes = m } }
+
+// WithContainerEvents turns the use of the runtime's container events on
+// (the default, when the runtime streams them) or off (relists only).
+func WithContainerEvents(on bool) Option { return func(o *options) { o.noEvents = !on } }
 
 // WithRuntimeName sets the container ID prefix in API statuses
 // ("containerd"; from the runtime's Version answer).
@@ -180,7 +185,7 @@ func New(syncer *podsync.Syncer, rt runtime.RuntimeService, opts ...Option) *Wor
 	w.wg.Add(2)
 	go w.relistLoop()
 	go w.gcLoop()
-	if es, ok := rt.(runtime.ContainerEventStreamer); ok {
+	if es, ok := rt.(runtime.ContainerEventStreamer); ok && !o.noEvents {
 		w.wg.Add(1)
 		go w.eventLoop(es)
 	}

@@ -234,7 +234,7 @@ func TestConcurrentUpsertsNeverDuplicate(t *testing.T) {
 
 // With 100 steady pods, a relist costs two CRI calls.
 func TestRelistCostsTwoCalls(t *testing.T) {
-	e := newEnv(t, nil, podworker.WithRelistPeriod(0), podworker.WithGC(0, podsync.DefaultGCPolicy), podworker.WithResyncPeriod(0))
+	e := newEnv(t, nil, podworker.WithRelistPeriod(0), podworker.WithGC(0, podsync.DefaultGCPolicy), podworker.WithResyncPeriod(0), podworker.WithContainerEvents(false))
 	var uids []types.UID
 	for i := 0; i < 100; i++ {
 		p := testPod(fmt.Sprintf("r%03d", i))
@@ -270,7 +270,7 @@ func TestBackOffExpiryWakesPod(t *testing.T) {
 	defer ims.Close()
 	syncer := podsync.NewSyncer(f, ims, podsync.WithClock(clk), podsync.WithRootDir(root), podsync.WithPodLogsDir(root+"/logs"))
 	states := make(chan podworker.PodState, 100)
-	w := podworker.New(syncer, f, podworker.WithClock(clk), podworker.WithRelistPeriod(0), podworker.WithResyncPeriod(0),
+	w := podworker.New(syncer, f, podworker.WithClock(clk), podworker.WithRelistPeriod(0), podworker.WithResyncPeriod(0), podworker.WithContainerEvents(false),
 		podworker.WithGC(0, podsync.DefaultGCPolicy), podworker.WithOnSync(func(_ types.UID, st podworker.PodState) { states <- st }))
 	defer w.Close()
 	pod := testPod("crash")

@@ -41,6 +41,8 @@ type Runtime struct {
 	onStart      StartFunc
 	onExec       ExecFunc
 
+	watchers         map[int]chan *runtimeapi.ContainerEventResponse
+	nextWatcher      int
 	lastStamp        int64
 	progressSteps    int
 	progressInterval time.Duration
@@ -586,6 +588,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config 
 		state:   runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.now(),
 	}
 	r.containers[c.id] = c
+	r.emit(c, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT)
 	return c.id, nil
 }
 
@@ -614,6 +617,7 @@ func (r *Runtime) StartContainer(ctx context.Context, id string) error {
 	}
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 	c.startedAt = r.now()
+	r.emit(c, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
 	if r.onStart != nil {
 		if exit := r.onStart(clone(c.config)); exit != nil {
 			r.exitContainer(c, *exit)
@@ -632,6 +636,7 @@ func (r *Runtime) exitContainer(c *container, e Exit) {
 	c.state = runtimeapi.ContainerState_CONTAINER_EXITED
 	c.exitedAt = r.now()
 	c.exit = e
+	r.emit(c, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
 }
 
 // StopContainer implements runtime.RuntimeService. A running container exits
@@ -662,7 +667,10 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.containers, id)
+	if c, ok := r.containers[id]; ok {
+		delete(r.containers, id)
+		r.emit(c, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT)
+	}
 	return nil
 }
 

@@ -108,6 +108,32 @@ type runtimeServer struct {
 	rt runtime.Runtime
 }
 
+// GetContainerEvents streams the runtime's container events when it has
+// them (runtime.ContainerEventStreamer), else answers Unimplemented.
+func (s *runtimeServer) GetContainerEvents(req *runtimeapi.GetEventsRequest, stream runtimeapi.RuntimeService_GetContainerEventsServer) error {
+	es, ok := s.rt.(runtime.ContainerEventStreamer)
+	if !ok {
+		return s.UnimplementedRuntimeServiceServer.GetContainerEvents(req, stream)
+	}
+	var sendErr error
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	err := es.StreamContainerEvents(ctx, func(ev *runtimeapi.ContainerEventResponse) {
+		if sendErr == nil {
+			if sendErr = stream.Send(ev); sendErr != nil {
+				cancel()
+			}
+		}
+	})
+	if sendErr != nil {
+		return sendErr
+	}
+	if stream.Context().Err() != nil {
+		return nil
+	}
+	return grpcErr(err)
+}
+
 func (s *runtimeServer) Version(ctx context.Context, req *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
 	resp, err := s.rt.Version(ctx, req.Version)
 	return resp, grpcErr(err)
