@@ -27,7 +27,6 @@ type rule struct {
 var (
 	grpc      = "google.golang.org/grpc"
 	clientGo  = "k8s.io/client-go"
-	criTypes  = "k8s.io/cri-api/pkg/apis/runtime/v1"
 	heavyDeps = []string{clientGo, "k8s.io/kubernetes", "go.opentelemetry.io", "k8s.io/component-base"}
 )
 
