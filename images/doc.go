@@ -54,7 +54,10 @@
 // (ErrPullStalled). Registry-unavailable and signature errors are
 // recognised from the CRI status message, so they are also recognised over
 // gRPC, where kubelet's prefix match on the whole error text does not see
-// them. Not implemented: kubelet's pull QPS throttle, and the
+// them. A failed inspection names the image asked for (kubelet's message
+// quotes the image reference it did not get: always ""). After Close a
+// call returns ErrClosed at once, with no runtime call, event or back-off.
+// Not implemented: kubelet's pull QPS throttle, and the
 // "ensure secret pulled images" checks (KEP-2535).
 //
 // # Logs

@@ -195,6 +195,13 @@ func applyDefaultTag(image string) (tagged, repo string, err error) {
 // sentinels. Events go to the recorder as kubelet emits them.
 func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, container *corev1.Container, pullSecrets []corev1.Secret, sandboxConfig *runtimeapi.PodSandboxConfig) (imageRef, message string, err error) {
 	requested := container.Image
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		// Nothing is inspected, recorded or backed off once closed.
+		return "", ErrClosed.Error(), &Error{Reason: ErrClosed}
+	}
 	ref := ContainerRef(pod, container)
 	log := logr.FromContextOrDiscard(ctx).WithValues("pod", pod.Namespace+"/"+pod.Name, "image", requested)
 
@@ -217,7 +224,9 @@ func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, contai
 		st, err := m.img.ImageStatus(ctx, spec, false)
 		if err != nil {
 			err = runtime.Classify(err)
-			msg := fmt.Sprintf("Failed to inspect image %q: %v", "", err)
+			// Kubelet prints the image reference it failed to get, always
+			// "" here; the image asked for says more.
+			msg := fmt.Sprintf("Failed to inspect image %q: %v", image, err)
 			m.o.recorder.Eventf(ref, corev1.EventTypeWarning, EventInspectFailed, "%s", msg)
 			return "", msg, &Error{Reason: ErrImageInspect, Err: err}
 		}

@@ -224,7 +224,7 @@ func TestInspectFailure(t *testing.T) {
 	defer m.Close()
 	pod, c := testPod("busybox", corev1.PullIfNotPresent)
 	_, msg, err := m.EnsureImageExists(context.Background(), pod, c, nil, nil)
-	if !errors.Is(err, ErrImageInspect) || !errors.Is(err, runtime.ErrUnavailable) || msg != `Failed to inspect image "": rpc error: code = Unavailable desc = runtime down` {
+	if !errors.Is(err, ErrImageInspect) || !errors.Is(err, runtime.ErrUnavailable) || msg != `Failed to inspect image "busybox:latest": rpc error: code = Unavailable desc = runtime down` {
 		t.Fatalf("%v %q", err, msg)
 	}
 	if got := rec.reasons(); !reflect.DeepEqual(got, []string{"InspectFailed"}) {
