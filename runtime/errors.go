@@ -31,7 +31,8 @@ var (
 	// "401 Unauthorized" in the text, which is recognised here and only here.
 	ErrUnauthorized = errors.New("registry refused the credentials")
 	// ErrRegistryUnavailable: the runtime said the registry is unavailable,
-	// with the "RegistryUnavailable" text that CRI defines for it.
+	// with the "RegistryUnavailable" text that CRI defines for it, or could
+	// not reach it at all (connection refused, unknown host, timeout).
 	ErrRegistryUnavailable = errors.New("RegistryUnavailable")
 	// ErrSignatureValidationFailed: the runtime refused the image's signature,
 	// with the "SignatureValidationFailed" text that CRI defines for it.
@@ -123,8 +124,27 @@ func classOf(code codes.Code, err error) error {
 		return ErrSignatureValidationFailed
 	case strings.Contains(msg, "401 Unauthorized"), strings.Contains(msg, "403 Forbidden"):
 		return ErrUnauthorized
+	case registryUnreachable(msg):
+		return ErrRegistryUnavailable
 	}
 	return nil
+}
+
+// registryUnreachable recognises containerd's and CRI-O's texts for a
+// registry that cannot be reached at all (refused, unknown host, timed
+// out, no route): the registry is unavailable, though the runtime does
+// not say so with CRI's RegistryUnavailable prefix. The waiting reason
+// stays kubelet's (ErrImagePull); only errors.Is learns more.
+func registryUnreachable(msg string) bool {
+	if !strings.Contains(msg, "dial tcp") && !strings.Contains(msg, "lookup ") {
+		return false
+	}
+	for _, s := range []string{"connection refused", "no such host", "i/o timeout", "network is unreachable", "no route to host"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // GRPCStatus returns the gRPC status to send for err when serving CRI: the

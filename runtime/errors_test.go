@@ -99,3 +99,20 @@ func TestParseEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// A registry that refuses connections, as containerd reports it, is
+// unavailable; the gRPC code stays what it was (Unknown).
+func TestRegistryUnreachable(t *testing.T) {
+	for _, msg := range []string{
+		`failed to pull and unpack image "127.0.0.1:5999/busybox:1.35": failed to resolve reference "127.0.0.1:5999/busybox:1.35": failed to do request: Head "http://127.0.0.1:5999/v2/busybox/manifests/1.35": dial tcp 127.0.0.1:5999: connect: connection refused`,
+		`failed to resolve reference "nope.invalid/x:1": failed to do request: Head "https://nope.invalid/v2/x/manifests/1": dial tcp: lookup nope.invalid on 10.0.0.2:53: no such host`,
+	} {
+		err := Classify(status.Error(codes.Unknown, msg))
+		if !errors.Is(err, ErrRegistryUnavailable) {
+			t.Errorf("%q: not ErrRegistryUnavailable: %v", msg, err)
+		}
+	}
+	if err := Classify(status.Error(codes.Unknown, "failed to pull: not found")); errors.Is(err, ErrRegistryUnavailable) {
+		t.Error("a missing image classified as an unavailable registry")
+	}
+}

@@ -586,3 +586,20 @@ func TestProbesOnContainerd(t *testing.T) {
 		return !held
 	})
 }
+
+// A registry that refuses connections: kubelet's ErrImagePull as the
+// reason, and errors.Is says the registry is unavailable.
+func TestRefusingRegistryOnContainerd(t *testing.T) {
+	_, rt := setup(t)
+	ims := images.NewManager(rt)
+	defer ims.Close()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "refused", Namespace: namespace, UID: "e2e-refused"}}
+	c := &corev1.Container{Name: "app", Image: "127.0.0.1:5999/busybox:1.35", ImagePullPolicy: corev1.PullAlways}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, msg, err := ims.EnsureImageExists(ctx, pod, c, nil, nil)
+	if !errors.Is(err, images.ErrImagePull) || !errors.Is(err, runtime.ErrRegistryUnavailable) {
+		t.Fatalf("err %v (%s), want ErrImagePull and runtime.ErrRegistryUnavailable", err, msg)
+	}
+	t.Logf("message: %s", msg)
+}
