@@ -10,6 +10,7 @@ import (
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/podstart/podstart/images"
+	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/runtime/fake"
 )
 
@@ -35,5 +36,22 @@ func TestClosedManagerDoesNothing(t *testing.T) {
 	}
 	if _, ok := m.BackOff(pod.UID, c.Image); ok {
 		t.Fatal("a back-off was started after Close")
+	}
+}
+
+// In back-off, the error still matches what made the pull fail.
+func TestBackOffKeepsCause(t *testing.T) {
+	f := fake.New(fake.WithRegistryImages("private.example/app:1"), fake.WithRegistryAuth("private.example", "u", "p"))
+	m := images.NewManager(f)
+	defer m.Close()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"}}
+	c := &corev1.Container{Name: "c", Image: "private.example/app:1", ImagePullPolicy: corev1.PullAlways}
+	_, _, err := m.EnsureImageExists(context.Background(), pod, c, nil, nil)
+	if !errors.Is(err, images.ErrImagePull) || !errors.Is(err, runtime.ErrUnauthorized) {
+		t.Fatalf("first pull: %v", err)
+	}
+	_, _, err = m.EnsureImageExists(context.Background(), pod, c, nil, nil)
+	if !errors.Is(err, images.ErrImagePullBackOff) || !errors.Is(err, runtime.ErrUnauthorized) {
+		t.Fatalf("in back-off: %v does not match ErrImagePullBackOff and runtime.ErrUnauthorized", err)
 	}
 }

@@ -27,7 +27,9 @@
 //     success (as kubelet) and also, at most once per maximum, after a
 //     failure (kubelet never collects then).
 //     While in back-off the answer is ErrImagePullBackOff, with the last
-//     error in the message, and the runtime is not called.
+//     error in the message (and, beyond kubelet, in the error: errors.Is
+//     still matches its cause, runtime.ErrUnauthorized for a 401), and
+//     the runtime is not called.
 //     A caller whose context is cancelled (not timed out) while it waits
 //     for a pull starts no back-off, and a pull left with no waiter is
 //     unregistered at once, so a live caller never inherits another's

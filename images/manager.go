@@ -117,6 +117,9 @@ type Manager struct {
 	mu      sync.Mutex
 	flights map[string]*flight
 	prevErr map[string]string
+	// prevCause is the last pull's error per key, so an error in back-off
+	// still matches its cause with errors.Is.
+	prevCause map[string]error
 	closed  bool
 	wg      sync.WaitGroup
 }
@@ -142,7 +145,7 @@ func NewManager(img runtime.ImageService, opts ...Option) *Manager {
 	if o.maxAttempts == 0 {
 		o.maxAttempts = DefaultMaxPullAttempts
 	}
-	m := &Manager{img: img, o: o, flights: map[string]*flight{}, prevErr: map[string]string{},
+	m := &Manager{img: img, o: o, flights: map[string]*flight{}, prevErr: map[string]string{}, prevCause: map[string]error{},
 		backoff: backoff.New(o.clock, o.backoffInitial, o.backoffMax, nil)}
 	switch {
 	case o.serial:
@@ -262,11 +265,13 @@ func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, contai
 		if prev, ok := m.prevErr[key]; ok {
 			msg += ": " + prev
 		}
+		cause := m.prevCause[key]
 		m.mu.Unlock()
-		return "", msg, &Error{Reason: ErrImagePullBackOff, Until: m.backOffUntil(key)}
+		return "", msg, &Error{Reason: ErrImagePullBackOff, Err: cause, Until: m.backOffUntil(key)}
 	}
 	m.mu.Lock()
 	delete(m.prevErr, key)
+	delete(m.prevCause, key)
 	m.mu.Unlock()
 
 	m.o.recorder.Eventf(ref, corev1.EventTypeNormal, EventPulling, "Pulling image %q", requested)
@@ -285,6 +290,7 @@ func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, contai
 		msg, reason := classifyPullError(requested, res.err)
 		m.mu.Lock()
 		m.prevErr[key] = reason.Error() + ": " + msg
+		m.prevCause[key] = res.err
 		m.mu.Unlock()
 		if collected {
 			m.gcPrevErr()
@@ -333,6 +339,7 @@ func (m *Manager) gcPrevErr() {
 	for key := range m.prevErr {
 		if _, ok := m.backoff.Lookup(key); !ok {
 			delete(m.prevErr, key)
+			delete(m.prevCause, key)
 		}
 	}
 }
@@ -373,6 +380,7 @@ func (m *Manager) ResetBackOff(podUID types.UID, image string) {
 	m.backoff.Reset(key)
 	m.mu.Lock()
 	delete(m.prevErr, key)
+	delete(m.prevCause, key)
 	m.mu.Unlock()
 }
 
