@@ -120,8 +120,8 @@ type Manager struct {
 	// prevCause is the last pull's error per key, so an error in back-off
 	// still matches its cause with errors.Is.
 	prevCause map[string]error
-	closed  bool
-	wg      sync.WaitGroup
+	closed    bool
+	wg        sync.WaitGroup
 }
 
 // NewManager returns a manager that pulls through img.
