@@ -67,7 +67,8 @@ func LoadPluginConfig(path string) (*kubeletconfig.CredentialProviderConfig, err
 		files = files[:0]
 		for _, e := range entries {
 			ext := filepath.Ext(e.Name())
-			if e.Type().IsRegular() && (ext == ".json" || ext == ".yaml" || ext == ".yml") {
+			// Any non-directory, as kubelet: a ConfigMap volume holds symlinks.
+			if !e.IsDir() && (ext == ".json" || ext == ".yaml" || ext == ".yml") {
 				files = append(files, filepath.Join(path, e.Name()))
 			}
 		}

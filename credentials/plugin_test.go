@@ -291,3 +291,25 @@ func TestLoadPluginConfigDirectory(t *testing.T) {
 		t.Fatalf("missing binary: %v", err)
 	}
 }
+
+// A ConfigMap volume: the files are symlinks into a "..data" directory;
+// kubelet reads any non-directory, and so does LoadPluginConfig.
+func TestLoadPluginConfigSymlinks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	data := filepath.Join(dir, "..2026_11_24")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, data, "providers.yaml", "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n  - name: ecr\n    matchImages: [\"*.io\"]\n    defaultCacheDuration: 1m\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n")
+	if err := os.Symlink("..2026_11_24", filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..data/providers.yaml", filepath.Join(dir, "providers.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadPluginConfig(dir)
+	if err != nil || len(cfg.Providers) != 1 || cfg.Providers[0].Name != "ecr" {
+		t.Fatalf("ConfigMap-style dir: %+v, %v", cfg, err)
+	}
+}
