@@ -70,16 +70,39 @@ type entryJSON struct {
 	RegistryToken string `json:"registrytoken,omitempty"`
 }
 
+// entryIn is what decoding reads: kubelet's four fields, and the tokens
+// raw, since kubelet ignores them and a token of the wrong type must not
+// fail an entry kubelet accepts.
+type entryIn struct {
+	Username      string          `json:"username,omitempty"`
+	Password      string          `json:"password,omitempty"`
+	Email         string          `json:"email,omitempty"`
+	Auth          string          `json:"auth,omitempty"`
+	IdentityToken json.RawMessage `json:"identitytoken,omitempty"`
+	RegistryToken json.RawMessage `json:"registrytoken,omitempty"`
+}
+
+// lenientString is raw's string value, or "" when raw is not a string.
+func lenientString(raw json.RawMessage) string {
+	var s string
+	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
 // UnmarshalJSON decodes an entry as kubelet does: field names match
 // case-insensitively, unknown fields are ignored, and a non-empty auth
-// field replaces username and password.
+// field replaces username and password. identitytoken and registrytoken
+// are kept when they are strings (used only with WithTokens) and ignored
+// otherwise, as kubelet ignores them.
 func (e *DockerConfigEntry) UnmarshalJSON(data []byte) error {
-	var tmp entryJSON
+	var tmp entryIn
 	if err := json.Unmarshal(data, &tmp); err != nil {
 		return err
 	}
 	e.Username, e.Password, e.Email = tmp.Username, tmp.Password, tmp.Email
-	e.IdentityToken, e.RegistryToken = tmp.IdentityToken, tmp.RegistryToken
+	e.IdentityToken, e.RegistryToken = lenientString(tmp.IdentityToken), lenientString(tmp.RegistryToken)
 	if tmp.Auth == "" {
 		return nil
 	}
@@ -127,6 +150,31 @@ type ConfigFile struct {
 	CredsStore  string            `json:"credsStore,omitempty"`
 	CredHelpers map[string]string `json:"credHelpers,omitempty"`
 	HTTPHeaders map[string]string `json:"HttpHeaders,omitempty"`
+}
+
+// UnmarshalJSON decodes a config.json as kubelet does (auths and
+// HttpHeaders); credsStore and credHelpers, used only with WithHelpers,
+// are kept when well typed and otherwise ignored, as kubelet ignores them.
+func (cf *ConfigFile) UnmarshalJSON(data []byte) error {
+	var tmp struct {
+		Auths       DockerConfig      `json:"auths"`
+		CredsStore  json.RawMessage   `json:"credsStore,omitempty"`
+		CredHelpers json.RawMessage   `json:"credHelpers,omitempty"`
+		HTTPHeaders map[string]string `json:"HttpHeaders,omitempty"`
+	}
+	if err := json.Unmarshal(data, &tmp); err != nil {
+		return err
+	}
+	cf.Auths, cf.HTTPHeaders = tmp.Auths, tmp.HTTPHeaders
+	cf.CredsStore = lenientString(tmp.CredsStore)
+	cf.CredHelpers = nil
+	if len(tmp.CredHelpers) > 0 {
+		var helpers map[string]string
+		if json.Unmarshal(tmp.CredHelpers, &helpers) == nil {
+			cf.CredHelpers = helpers
+		}
+	}
+	return nil
 }
 
 // ParseConfigJSON parses config.json content. A document without "auths"

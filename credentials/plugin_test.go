@@ -313,3 +313,4 @@ func TestLoadPluginConfigSymlinks(t *testing.T) {
 		t.Fatalf("ConfigMap-style dir: %+v, %v", cfg, err)
 	}
 }
+

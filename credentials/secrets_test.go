@@ -163,3 +163,27 @@ func TestSecretStringData(t *testing.T) {
 		})
 	}
 }
+
+// Pull secrets kubelet accepts are accepted: fields it does not read
+// (tokens, helpers) do not fail the secret whatever their type.
+func TestSecretsIgnoreUnreadFields(t *testing.T) {
+	t.Parallel()
+	for _, doc := range []string{
+		`{"auths":{"r.example.com":{"username":"u","password":"p","identitytoken":5}}}`,
+		`{"auths":{"r.example.com":{"username":"u","password":"p","registrytoken":{"x":1}}}}`,
+		`{"auths":{"r.example.com":{"username":"u","password":"p"}},"credHelpers":[]}`,
+		`{"auths":{"r.example.com":{"username":"u","password":"p"}},"credsStore":7}`,
+	} {
+		s := secret("s", corev1.SecretTypeDockerConfigJson, corev1.DockerConfigJsonKey, doc)
+		for _, opts := range [][]Option{nil, {WithTokens()}} {
+			kr, err := SecretsKeyring([]corev1.Secret{s}, opts...)
+			if err != nil {
+				t.Fatalf("%s: %v", doc, err)
+			}
+			creds, ok := kr.Lookup("r.example.com/app")
+			if !ok || len(creds) != 1 || creds[0].Username != "u" || creds[0].IdentityToken != "" {
+				t.Fatalf("%s: %v %v", doc, creds, ok)
+			}
+		}
+	}
+}
