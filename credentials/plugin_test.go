@@ -313,4 +313,3 @@ func TestLoadPluginConfigSymlinks(t *testing.T) {
 		t.Fatalf("ConfigMap-style dir: %+v, %v", cfg, err)
 	}
 }
-
