@@ -204,7 +204,12 @@ type pluginProvider struct {
 	inflight atomic.Int32 // lookups waiting on group, for tests
 	mu       sync.Mutex
 	cache    map[string]cacheEntry
+	purged   time.Time // last sweep of expired entries
 }
+
+// cachePurgeInterval is kubelet's: expired entries of keys never looked up
+// again (cache key type Image) are swept this often.
+const cachePurgeInterval = 15 * time.Minute
 
 type cacheEntry struct {
 	cfg     DockerConfig
@@ -265,6 +270,16 @@ func (p *pluginProvider) provide(image string) DockerConfig {
 	registry, _, _ := strings.Cut(image, "/")
 	now := p.o.clock.Now()
 	p.mu.Lock()
+	if p.purged.IsZero() {
+		p.purged = now
+	} else if now.Sub(p.purged) > cachePurgeInterval {
+		for k, e := range p.cache {
+			if !now.Before(e.expires) {
+				delete(p.cache, k)
+			}
+		}
+		p.purged = now
+	}
 	for _, key := range []string{image, registry, globalCacheKey} {
 		if e, ok := p.cache[key]; ok {
 			if now.Before(e.expires) {

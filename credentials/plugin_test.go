@@ -313,3 +313,27 @@ func TestLoadPluginConfigSymlinks(t *testing.T) {
 		t.Fatalf("ConfigMap-style dir: %+v, %v", cfg, err)
 	}
 }
+
+// Expired entries of images never looked up again are swept every 15
+// minutes, as kubelet does, so a long-running agent's cache stays bounded.
+func TestPluginCachePurged(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Unix(0, 0))
+	k, _ := newPluginKeyring(t, "image", WithClock(clk))
+	for i := 0; i < 20; i++ {
+		k.Lookup(fmt.Sprintf("a.registry.io/img%d", i))
+	}
+	p := k.providers[0]
+	size := func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.cache)
+	}
+	if n := size(); n != 20 {
+		t.Fatalf("%d cached, want 20", n)
+	}
+	clk.Step(16 * time.Minute) // past the 10 min cache duration and the purge interval
+	k.Lookup("a.registry.io/other")
+	if n := size(); n != 1 {
+		t.Fatalf("%d cached after the purge interval, want 1", n)
+	}
+}
