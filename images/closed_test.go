@@ -3,6 +3,7 @@ package images_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,5 +54,17 @@ func TestBackOffKeepsCause(t *testing.T) {
 	_, _, err = m.EnsureImageExists(context.Background(), pod, c, nil, nil)
 	if !errors.Is(err, images.ErrImagePullBackOff) || !errors.Is(err, runtime.ErrUnauthorized) {
 		t.Fatalf("in back-off: %v does not match ErrImagePullBackOff and runtime.ErrUnauthorized", err)
+	}
+}
+
+// An invalid image name gets kubelet's message.
+func TestInvalidImageNameMessage(t *testing.T) {
+	m := images.NewManager(fake.New())
+	defer m.Close()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"}}
+	c := &corev1.Container{Name: "c", Image: "Not/Valid", ImagePullPolicy: corev1.PullAlways}
+	_, msg, err := m.EnsureImageExists(context.Background(), pod, c, nil, nil)
+	if !errors.Is(err, images.ErrInvalidImageName) || !strings.HasPrefix(msg, `Failed to apply default image tag "Not/Valid": couldn't parse image name "Not/Valid": invalid reference format`) {
+		t.Fatalf("%v %q", err, msg)
 	}
 }

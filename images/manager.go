@@ -181,7 +181,9 @@ func ApplyDefaultTag(image string) (string, error) {
 func applyDefaultTag(image string) (tagged, repo string, err error) {
 	named, err := reference.ParseNormalizedNamed(image)
 	if err != nil {
-		return "", "", err
+		// Kubelet's parsers.ParseImageName wording; errors.Is still sees
+		// the reference package's sentinel.
+		return "", "", fmt.Errorf("couldn't parse image name %q: %w", image, err)
 	}
 	_, hasTag := named.(reference.Tagged)
 	_, hasDigest := named.(reference.Digested)
