@@ -48,7 +48,12 @@
 // under one key are added in sorted key order, where kubelet's order is
 // random. Error texts never quote a config's content (encoding/json's
 // syntax errors can quote a password's character); every AuthConfig knows
-// its Source and prints without secrets.
+// its Source and prints without secrets. The node keyring notices an
+// edited, replaced, added or removed config file within a second (kubelet
+// waits out its 5 minute cache). Plugin config directories take any
+// non-directory file (kubelet's rule; a ConfigMap volume holds symlinks).
+// Fields kubelet does not read (identitytoken, registrytoken, credsStore,
+// credHelpers) never fail a secret or config, whatever their type.
 //
 // Opt-in, beyond kubelet: WithTokens carries identitytoken and
 // registrytoken; WithHelpers asks docker credential helpers (credHelpers,

@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -17,7 +19,8 @@ import (
 
 // NodeKeyring is kubelet's node keyring: the docker config found by
 // ReadDockerConfigFile for a root dir, read again when its cache lifetime
-// (5 minutes by default) has passed. A missing or unusable file gives an
+// (5 minutes by default) has passed or, beyond kubelet, within a second of
+// any candidate file changing (mtime, size, inode, appearing or going). A missing or unusable file gives an
 // empty keyring, as in kubelet; WithErrorHandler and Source tell why.
 type NodeKeyring struct {
 	rootDir string
@@ -25,6 +28,8 @@ type NodeKeyring struct {
 
 	mu      sync.Mutex
 	expiry  time.Time
+	checked time.Time // when the files' identity was last compared
+	ident   string    // identity of every candidate file at the last read
 	ring    *BasicKeyring
 	file    *ConfigFile
 	path    string
@@ -92,12 +97,26 @@ func (n *NodeKeyring) Invalidate() {
 	n.expiry = time.Time{}
 }
 
-// refresh re-reads the config when the cache has expired. Callers hold mu.
+// identityCheckInterval bounds how often Lookup compares the candidate
+// files' identity with the cached read's.
+const identityCheckInterval = time.Second
+
+// refresh re-reads the config when the cache has expired, or, beyond
+// kubelet, when any candidate file changed identity (appeared, went away,
+// or changed mtime, size or inode: an edited or replaced config.json), at
+// most one comparison a second. Callers hold mu.
 func (n *NodeKeyring) refresh() (*BasicKeyring, *ConfigFile) {
 	now := n.o.clock.Now()
 	if n.ring != nil && now.Before(n.expiry) {
-		return n.ring, n.file
+		if now.Sub(n.checked) < identityCheckInterval {
+			return n.ring, n.file
+		}
+		n.checked = now
+		if nodeFilesIdentity(n.rootDir) == n.ident {
+			return n.ring, n.file
+		}
 	}
+	n.ident, n.checked = nodeFilesIdentity(n.rootDir), now
 	cf, path, err := readNodeConfig(n.rootDir)
 	n.ring = &BasicKeyring{tokens: n.o.tokens}
 	n.file, n.path, n.readErr = cf, path, err
@@ -208,4 +227,24 @@ func (p *program) Output() ([]byte, error) {
 		out = bytes.TrimSpace(stderr.Bytes())
 	}
 	return out, err
+}
+
+// nodeFilesIdentity describes every file readNodeConfig may read: path,
+// then inode, size and mtime, or "-" for a missing one.
+func nodeFilesIdentity(rootDir string) string {
+	var b strings.Builder
+	add := func(dirs []string, name string) {
+		for _, d := range dirs {
+			p := filepath.Join(d, name)
+			b.WriteString(p)
+			if fi, err := os.Stat(p); err == nil {
+				fmt.Fprintf(&b, " %d %d %d\n", inode(fi), fi.Size(), fi.ModTime().UnixNano())
+			} else {
+				b.WriteString(" -\n")
+			}
+		}
+	}
+	add(DockerConfigJSONPaths(rootDir), "config.json")
+	add(DockercfgPaths(rootDir), ".dockercfg")
+	return b.String()
 }

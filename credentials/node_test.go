@@ -31,26 +31,30 @@ func TestNodeKeyringCache(t *testing.T) {
 	if got := lookup(); !reflect.DeepEqual(got, []string{"v1"}) {
 		t.Fatalf("first lookup %v", got)
 	}
-	write(t, root, "config.json", `{"auths":{"reg.io":{"username":"v2"}}}`)
-	clk.Step(DefaultCacheLifetime - time.Nanosecond)
+	// Beyond kubelet: an edited file is read again within a second, not
+	// after the 5 minute lifetime.
+	write(t, root, "config.json", `{"auths":{"reg.io":{"username":"v2-longer"}}}`)
 	if got := lookup(); !reflect.DeepEqual(got, []string{"v1"}) {
-		t.Fatalf("cache not used before expiry: %v", got)
+		t.Fatalf("re-read within the second: %v", got)
 	}
-	clk.Step(time.Nanosecond)
-	if got := lookup(); !reflect.DeepEqual(got, []string{"v2"}) {
-		t.Fatalf("cache not refreshed at expiry: %v", got)
+	clk.Step(time.Second)
+	if got := lookup(); !reflect.DeepEqual(got, []string{"v2-longer"}) {
+		t.Fatalf("edited file not read again: %v", got)
 	}
-	// An empty result is cached too: removing the file shows only after expiry.
+	// A removed file shows too.
 	os.Remove(filepath.Join(root, "config.json"))
-	if got := lookup(); !reflect.DeepEqual(got, []string{"v2"}) {
-		t.Fatalf("%v", got)
-	}
-	clk.Step(DefaultCacheLifetime)
+	clk.Step(time.Second)
 	if got := lookup(); got != nil {
 		t.Fatalf("after removal: %v", got)
 	}
 	if path, err := k.Source(); path != "" || !errors.Is(err, ErrNoDockerConfig) {
 		t.Fatalf("Source = %q, %v", path, err)
+	}
+	// A file in a later search location appearing counts as a change.
+	write(t, filepath.Join(dir, "home", ".docker"), "config.json", `{"auths":{"reg.io":{"username":"home"}}}`)
+	clk.Step(time.Second)
+	if got := lookup(); !reflect.DeepEqual(got, []string{"home"}) {
+		t.Fatalf("new file in $HOME/.docker: %v", got)
 	}
 	write(t, root, "config.json", `{"auths":{"reg.io":{"username":"v3"}}}`)
 	k.Invalidate()
@@ -59,6 +63,11 @@ func TestNodeKeyringCache(t *testing.T) {
 	}
 	if path, err := k.Source(); path != filepath.Join(root, "config.json") || err != nil {
 		t.Fatalf("Source = %q, %v", path, err)
+	}
+	// The lifetime still applies: kubelet's re-read after 5 minutes.
+	clk.Step(DefaultCacheLifetime)
+	if got := lookup(); !reflect.DeepEqual(got, []string{"v3"}) {
+		t.Fatalf("after the lifetime: %v", got)
 	}
 }
 
