@@ -1,8 +1,12 @@
 package credentials
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // benchConfig has n keys, a quarter of each kind the issue names.
@@ -57,4 +61,38 @@ func BenchmarkLookup(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkPullSecretKeyring: what each pull pays for its pull secret's
+// keyring (a secret of 1,024 keys): parsed every time, as kubelet does,
+// against SecretsCache.
+func BenchmarkPullSecretKeyring(b *testing.B) {
+	cfg := benchConfig(1024)
+	data, err := json.Marshal(ConfigFile{Auths: cfg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	secrets := []corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "regcred", UID: "u1"},
+		Type: corev1.SecretTypeDockerConfigJson, Data: map[string][]byte{corev1.DockerConfigJsonKey: data}}}
+	b.Run("parse-every-pull", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			k, err := SecretsKeyring(secrets)
+			if err != nil {
+				b.Fatal(err)
+			}
+			k.Lookup("registry4.example.com/app/web")
+		}
+	})
+	b.Run("secrets-cache", func(b *testing.B) {
+		c := NewSecretsCache(0)
+		b.ReportAllocs()
+		for b.Loop() {
+			k, err := c.Keyring(secrets)
+			if err != nil {
+				b.Fatal(err)
+			}
+			k.Lookup("registry4.example.com/app/web")
+		}
+	})
 }

@@ -187,3 +187,32 @@ func TestSecretsIgnoreUnreadFields(t *testing.T) {
 		}
 	}
 }
+
+func TestSecretsCache(t *testing.T) {
+	t.Parallel()
+	c := NewSecretsCache(2)
+	a := secret("a", corev1.SecretTypeDockerConfigJson, corev1.DockerConfigJsonKey, `{"auths":{"r.io":{"username":"u1","password":"p"}}}`)
+	k1, err := c.Keyring([]corev1.Secret{a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k2, _ := c.Keyring([]corev1.Secret{a}); k2 != k1 {
+		t.Fatal("same secret parsed again")
+	}
+	changed := secret("a", corev1.SecretTypeDockerConfigJson, corev1.DockerConfigJsonKey, `{"auths":{"r.io":{"username":"u2","password":"p"}}}`)
+	k3, _ := c.Keyring([]corev1.Secret{changed})
+	if got, _ := k3.Lookup("r.io/x"); k3 == k1 || len(got) != 1 || got[0].Username != "u2" {
+		t.Fatalf("changed secret: %v", got)
+	}
+	bad := secret("bad", corev1.SecretTypeDockerConfigJson, corev1.DockerConfigJsonKey, `{`)
+	if _, err := c.Keyring([]corev1.Secret{bad}); !errors.Is(err, ErrMalformedSecret) {
+		t.Fatalf("malformed: %v", err)
+	}
+	// Size 2: the first entry went when the third came.
+	if k4, _ := c.Keyring([]corev1.Secret{a}); k4 == k1 {
+		t.Fatal("entry kept beyond the cache size")
+	}
+	if kr, err := c.MakeKeyring(nil, nil); err != nil || kr == nil {
+		t.Fatalf("no secrets, no node: %v %v", kr, err)
+	}
+}

@@ -120,6 +120,7 @@ type Manager struct {
 	// prevCause is the last pull's error per key, so an error in back-off
 	// still matches its cause with errors.Is.
 	prevCause map[string]error
+	secrets   *credentials.SecretsCache // parsed pull secrets, by content
 	closed    bool
 	wg        sync.WaitGroup
 }
@@ -146,6 +147,7 @@ func NewManager(img runtime.ImageService, opts ...Option) *Manager {
 		o.maxAttempts = DefaultMaxPullAttempts
 	}
 	m := &Manager{img: img, o: o, flights: map[string]*flight{}, prevErr: map[string]string{}, prevCause: map[string]error{},
+		secrets: credentials.NewSecretsCache(0, o.credOpts...),
 		backoff: backoff.New(o.clock, o.backoffInitial, o.backoffMax, nil)}
 	switch {
 	case o.serial:
@@ -248,7 +250,7 @@ func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, contai
 	}
 
 	// Keyrings look up the normalised repository, not the user's string.
-	keyring, err := credentials.MakeKeyring(pullSecrets, m.o.node, m.o.credOpts...)
+	keyring, err := m.secrets.MakeKeyring(pullSecrets, m.o.node)
 	if err != nil {
 		// A malformed pull secret: the error names the secret, never its
 		// content. Not a pull, so no back-off.
