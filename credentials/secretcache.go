@@ -69,16 +69,7 @@ func (c *SecretsCache) Keyring(secrets []corev1.Secret) (*BasicKeyring, error) {
 // MakeKeyring is MakeKeyring with the secrets' keyring from the cache.
 func (c *SecretsCache) MakeKeyring(secrets []corev1.Secret, node Keyring) (Keyring, error) {
 	ring, err := c.Keyring(secrets)
-	if err != nil {
-		return nil, err
-	}
-	if ring == nil {
-		if node == nil {
-			return Union(nil), nil
-		}
-		return node, nil
-	}
-	return Union{ring, node}, nil
+	return withNode(ring, node, err)
 }
 
 // secretsKey hashes what SecretsKeyring reads of each secret, in order,

@@ -71,6 +71,11 @@ func secretError(s *corev1.Secret, err error) error {
 // node itself.
 func MakeKeyring(secrets []corev1.Secret, node Keyring, opts ...Option) (Keyring, error) {
 	ring, err := SecretsKeyring(secrets, opts...)
+	return withNode(ring, node, err)
+}
+
+// withNode puts the secrets' keyring before node's, as MakeKeyring does.
+func withNode(ring *BasicKeyring, node Keyring, err error) (Keyring, error) {
 	if err != nil {
 		return nil, err
 	}
