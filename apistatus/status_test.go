@@ -134,8 +134,10 @@ func TestStatusThroughAPodsLife(t *testing.T) {
 		t.Errorf("Ready turned True but its transition time stayed %v", got)
 	}
 	app := s.ContainerStatuses[0]
+	// Image is the runtime's name for it: containerd (and the fake) give
+	// the first repo tag, normalised, and kubelet passes it on.
 	if app.State.Running == nil || !app.Ready || app.Started == nil || !*app.Started || !strings.HasPrefix(app.ContainerID, "containerd://") ||
-		app.Image != "nginx:1" || app.ImageID == "" || app.RestartCount != 0 {
+		app.Image != "docker.io/library/nginx:1" || app.ImageID == "" || app.RestartCount != 0 {
 		t.Fatalf("app: %+v", app)
 	}
 	initS := s.InitContainerStatuses[0]

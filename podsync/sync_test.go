@@ -263,7 +263,9 @@ func TestHashChangeRestarts(t *testing.T) {
 	}
 	st, _ := h.syncer.Status(context.Background(), pod)
 	web := st.FindContainerStatusByName("web")
-	if web.RestartCount != 1 || web.Image != "nginx:2" || web.Hash != podsync.HashContainer(&pod.Spec.Containers[1]) {
+	// The runtime names the image by its first repo tag, normalised, as
+	// containerd does (it does not echo the user's spelling).
+	if web.RestartCount != 1 || web.Image != "docker.io/library/nginx:2" || web.Hash != podsync.HashContainer(&pod.Spec.Containers[1]) {
 		t.Fatalf("new instance %+v", web)
 	}
 	if !h.ev.has("Killing: Container web definition changed, will be restarted") {

@@ -12,11 +12,29 @@
 // with containerd's "401 Unauthorized" text, and every error is a gRPC
 // status classified by runtime.Classify. Containers move from created to
 // running to exited; WithStartFunc and ExitContainer decide when and how
-// they exit. Image IDs are containerd's shape: the ID (and PullImage's
-// answer) is one sha256 digest, the repo digest another, and
-// ContainerStatus reports the repo digest as the image ref while
-// ListContainers gives the ID; a container's log path is its sandbox's
-// log directory joined with the config's.
+// they exit. A container's log path is its sandbox's log directory joined
+// with the config's.
+//
+// Images are named as containerd 2.3 names them (in containerd's
+// internal/cri/server: images/image_pull.go, images/image_status.go,
+// container_status.go, container_list.go):
+//   - PullImage answers the image ID, "sha256:" and 64 hex digits (on
+//     containerd the digest of the image's config); ImageStatus and
+//     ListImages report it as Id and find the image by it, by any
+//     normalised tag and by a repo digest.
+//   - RepoTags hold the normalised name pulled
+//     ("docker.io/library/busybox:1.35"); RepoDigests hold the repository
+//     and another digest, the manifest's
+//     ("docker.io/library/busybox@sha256:…"). An image pulled by digest has
+//     no tag and that reference as its repo digest. Spec is not set.
+//   - ContainerStatus gives the image's first repo tag as Image (Image set
+//     alone: the config's UserSpecifiedImage is not echoed), its first repo
+//     digest as ImageRef and the ID as ImageId; once the image is removed,
+//     the config's image spec and the ID. ListContainers gives the config's
+//     image spec as sent and the ID as both ImageRef and ImageId.
+//
+// Two tags of the same content are one image with two tags on containerd
+// and two images here.
 //
 // Beyond failing and delaying calls (Intercept, FailNext, Fail,
 // SetLatency, Hang):

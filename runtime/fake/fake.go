@@ -275,7 +275,6 @@ func (r *Runtime) storeImage(name string) *runtimeapi.Image {
 		RepoTags:    []string{name},
 		RepoDigests: []string{repo + "@" + manifestDigest(name)},
 		Size:        r.imageSize,
-		Spec:        &runtimeapi.ImageSpec{Image: name},
 	}
 	if strings.Contains(name, "@") {
 		img.RepoTags = nil
@@ -691,7 +690,7 @@ func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.Contain
 		}
 		out = append(out, &runtimeapi.Container{
 			Id: c.id, PodSandboxId: c.sandboxID, Metadata: clone(c.config.Metadata), Image: clone(c.config.Image),
-			ImageRef: c.imageRef, State: c.state, CreatedAt: c.createdAt,
+			ImageRef: c.imageRef, ImageId: c.imageRef, State: c.state, CreatedAt: c.createdAt,
 			Labels: maps.Clone(c.config.Labels), Annotations: maps.Clone(c.config.Annotations),
 		})
 	}
@@ -715,10 +714,11 @@ func (r *Runtime) ContainerStatus(ctx context.Context, id string, verbose bool) 
 	if err != nil {
 		return nil, err
 	}
+	image, imageRef := r.statusImage(c)
 	st := &runtimeapi.ContainerStatus{
 		Id: c.id, Metadata: clone(c.config.Metadata), State: c.state,
 		CreatedAt: c.createdAt, StartedAt: c.startedAt, FinishedAt: c.exitedAt,
-		Image: clone(c.config.Image), ImageRef: r.statusImageRef(c),
+		Image: image, ImageRef: imageRef, ImageId: c.imageRef,
 		Labels: maps.Clone(c.config.Labels), Annotations: maps.Clone(c.config.Annotations),
 		Mounts: cloneAll(c.config.Mounts), LogPath: c.logPath,
 	}
@@ -825,11 +825,19 @@ func joinLogPath(dir, path string) string {
 	return filepath.Join(dir, path)
 }
 
-// statusImageRef is containerd's ContainerStatus.ImageRef: the image's
-// first repo digest when it has one, else its ID. Callers hold mu.
-func (r *Runtime) statusImageRef(c *container) string {
-	if img, ok := r.images[c.imageRef]; ok && len(img.RepoDigests) > 0 {
-		return img.RepoDigests[0]
+// statusImage gives containerd's ContainerStatus.Image and ImageRef
+// (internal/cri/server/container_status.go): while the image is present,
+// its first repo tag and its first repo digest; the config's image spec and
+// the image ID otherwise. Callers hold mu.
+func (r *Runtime) statusImage(c *container) (*runtimeapi.ImageSpec, string) {
+	spec, ref := clone(c.config.Image), c.imageRef
+	if img, ok := r.images[c.imageRef]; ok {
+		if len(img.RepoTags) > 0 {
+			spec = &runtimeapi.ImageSpec{Image: img.RepoTags[0]}
+		}
+		if len(img.RepoDigests) > 0 {
+			ref = img.RepoDigests[0]
+		}
 	}
-	return c.imageRef
+	return spec, ref
 }
