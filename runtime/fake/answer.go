@@ -3,6 +3,7 @@ package fake
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -14,37 +15,97 @@ import (
 )
 
 // AnswerFunc sees a call after the runtime did it and decides what the
-// caller hears: the response (as the CRI message, nil on error) and error,
-// changed or not. Returning a different error after a success models an
-// answer lost on the way (the runtime did the work; the caller does not
-// know).
+// caller hears: the response (the CRI response message, nil on error) and
+// the error, changed or not. Returning an error after a success models an
+// answer lost on the way: the runtime did the work, the caller does not
+// know. It must not modify req, and a response it returns must be of the
+// method's response type (another type reads as an empty answer).
 type AnswerFunc func(ctx context.Context, method string, req, resp proto.Message, err error) (proto.Message, error)
 
-// Answering wraps rt (the fake, or any runtime.Runtime) so that f sees and
-// may change every answer. Serve the result with NewServer to change
-// answers over the wire too.
+type answerer struct{ fn AnswerFunc }
+
+// InterceptAnswer adds an answer interceptor to the fake and returns a
+// function that removes it. It runs after every call, outside the
+// runtime's lock, on the call's answer; several run in the order they were
+// added, each seeing the answer the previous one gave. An error it returns
+// is classified, as every error of the fake. Because it acts in the fake,
+// it changes answers in process and over the wire (NewServer) alike.
+func (r *Runtime) InterceptAnswer(f AnswerFunc) (remove func()) {
+	a := &answerer{fn: f}
+	r.mu.Lock()
+	r.answerers = append(r.answerers, a)
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for i, x := range r.answerers {
+			if x == a {
+				r.answerers = append(r.answerers[:i:i], r.answerers[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
+// LoseAnswer makes the next n successful calls of method take effect in
+// the fake while their caller hears codes.Unavailable, as if the
+// connection broke before the answer arrived: after a lost CreateContainer
+// the container exists, but the caller never learnt its ID. Calls that
+// fail are not counted.
+func (r *Runtime) LoseAnswer(method string, n int) {
+	r.InterceptAnswer(LoseAnswers(method, n))
+}
+
+// answer runs the answer interceptors over a call's outcome; an error one
+// of them made is classified. It has the shape of an AnswerFunc.
+func (r *Runtime) answer(ctx context.Context, method string, req, resp proto.Message, err error) (proto.Message, error) {
+	r.mu.Lock()
+	answerers := append([]*answerer(nil), r.answerers...)
+	r.mu.Unlock()
+	in := err
+	for _, a := range answerers {
+		resp, err = a.fn(ctx, method, req, resp, err)
+	}
+	if err != in {
+		err = runtime.Classify(err)
+	}
+	return resp, err
+}
+
+// bare is the fake without its answer interceptors. Runtime's CRI methods
+// are bare's, seen through answering with Runtime.answer as the AnswerFunc,
+// so that the interceptors see each answer in the CRI message shape.
+type bare Runtime
+
+func (r *Runtime) answering() *answering { return &answering{rt: (*bare)(r), f: r.answer} }
+
+// Answering wraps rt (the fake, or any runtime.Runtime, such as a client
+// of a real runtime) so that f sees and may change every answer. Serve the
+// result with NewServer to change answers over the wire too. The result
+// reports pull progress (runtime.ProgressPuller) when rt does, and streams
+// container events (runtime.ContainerEventStreamer) when rt does, else
+// answers runtime.ErrUnimplemented as a runtime without the stream does.
+// On the fake itself, InterceptAnswer does the same without a wrapper.
 func Answering(rt runtime.Runtime, f AnswerFunc) runtime.Runtime { return &answering{rt: rt, f: f} }
 
 // LoseAnswers is an AnswerFunc that, for the next n successful calls of
 // method, reports codes.Unavailable ("connection reset by peer") although
-// the call took effect: a CreateContainer whose container exists but whose
-// ID the caller never learnt.
+// the call took effect (see LoseAnswer).
 func LoseAnswers(method string, n int) AnswerFunc {
 	checkMethod(method)
-	left := make(chan struct{}, n)
-	for i := 0; i < n; i++ {
-		left <- struct{}{}
-	}
+	var mu sync.Mutex
+	left := n
 	return func(_ context.Context, m string, _, resp proto.Message, err error) (proto.Message, error) {
 		if m != method || err != nil {
 			return resp, err
 		}
-		select {
-		case <-left:
-			return nil, runtime.Classify(status.Error(codes.Unavailable, "connection reset by peer"))
-		default:
+		mu.Lock()
+		defer mu.Unlock()
+		if left <= 0 {
 			return resp, err
 		}
+		left--
+		return nil, runtime.Classify(status.Error(codes.Unavailable, "connection reset by peer"))
 	}
 }
 
@@ -52,6 +113,11 @@ type answering struct {
 	rt runtime.Runtime
 	f  AnswerFunc
 }
+
+var (
+	_ runtime.ProgressPuller         = (*answering)(nil)
+	_ runtime.ContainerEventStreamer = (*answering)(nil)
+)
 
 // as returns m as a T, or T's zero value (a nil message) when it is not.
 func as[T proto.Message](m proto.Message) T {
@@ -64,6 +130,29 @@ func (a *answering) answer(ctx context.Context, method string, req, resp proto.M
 		resp = nil
 	}
 	return a.f(ctx, method, req, resp, err)
+}
+
+// PullImageWithProgress pulls with progress when the wrapped runtime can,
+// else as PullImage; its answer is PullImage's.
+func (a *answering) PullImageWithProgress(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sb *runtimeapi.PodSandboxConfig, progress func(runtime.PullProgress)) (string, error) {
+	var ref string
+	var err error
+	if pp, ok := a.rt.(runtime.ProgressPuller); ok {
+		ref, err = pp.PullImageWithProgress(ctx, image, auth, sb, progress)
+	} else {
+		ref, err = a.rt.PullImage(ctx, image, auth, sb)
+	}
+	resp, err := a.answer(ctx, "PullImage", &runtimeapi.PullImageRequest{Image: image, Auth: auth, SandboxConfig: sb}, &runtimeapi.PullImageResponse{ImageRef: ref}, err)
+	return as[*runtimeapi.PullImageResponse](resp).GetImageRef(), err
+}
+
+// StreamContainerEvents passes the wrapped runtime's events through
+// unchanged.
+func (a *answering) StreamContainerEvents(ctx context.Context, onEvent func(*runtimeapi.ContainerEventResponse)) error {
+	if es, ok := a.rt.(runtime.ContainerEventStreamer); ok {
+		return es.StreamContainerEvents(ctx, onEvent)
+	}
+	return runtime.Classify(status.Error(codes.Unimplemented, "GetContainerEvents is not implemented by the runtime"))
 }
 
 func (a *answering) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sb *runtimeapi.PodSandboxConfig) (string, error) {

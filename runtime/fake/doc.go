@@ -40,9 +40,12 @@
 // SetLatency, Hang):
 //   - SeedSandbox and SeedContainer put instances on the runtime without a
 //     call, as a node found after an agent restart;
-//   - Answering wraps a runtime so an AnswerFunc sees each answer and may
-//     change it; LoseAnswers makes a call take effect while its caller
-//     hears Unavailable (a CreateContainer whose answer was lost);
+//   - InterceptAnswer lets an AnswerFunc see each answer after the call
+//     took effect and replace its response or error; LoseAnswer makes the
+//     next calls of a method take effect while their caller hears
+//     Unavailable (a CreateContainer whose answer was lost). Both act in
+//     the fake, so they hold in process and over the wire. Answering does
+//     the same for any runtime.Runtime, such as a client of containerd;
 //   - ServeControl lets another process make a container exit or a
 //     sandbox die (ControlExitContainer, ControlKillSandbox) while the
 //     runtime is served on a socket.

@@ -38,6 +38,7 @@ type Runtime struct {
 	containers   map[string]*container
 	calls        []Call
 	interceptors []*interceptor
+	answerers    []*answerer
 	onStart      StartFunc
 	onExec       ExecFunc
 
@@ -310,6 +311,11 @@ func (r *Runtime) findImage(ref string) *runtimeapi.Image {
 // PullImage implements runtime.ImageService. Pulling a present image
 // succeeds again, as in containerd.
 func (r *Runtime) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	return r.answering().PullImage(ctx, image, auth, sandboxConfig)
+}
+
+func (b *bare) PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	r := (*Runtime)(b)
 	return r.pull(ctx, image, auth, sandboxConfig, nil)
 }
 
@@ -374,6 +380,11 @@ func authMatches(a *runtimeapi.AuthConfig, want credential) bool {
 
 // ImageStatus implements runtime.ImageService.
 func (r *Runtime) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error) {
+	return r.answering().ImageStatus(ctx, image, verbose)
+}
+
+func (b *bare) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error) {
+	r := (*Runtime)(b)
 	if err := r.enter(ctx, "ImageStatus", &runtimeapi.ImageStatusRequest{Image: clone(image), Verbose: verbose}); err != nil {
 		return nil, err
 	}
@@ -384,6 +395,11 @@ func (r *Runtime) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, 
 
 // ListImages implements runtime.ImageService.
 func (r *Runtime) ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
+	return r.answering().ListImages(ctx, filter)
+}
+
+func (b *bare) ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
+	r := (*Runtime)(b)
 	if err := r.enter(ctx, "ListImages", &runtimeapi.ListImagesRequest{Filter: clone(filter)}); err != nil {
 		return nil, err
 	}
@@ -406,6 +422,11 @@ func (r *Runtime) ListImages(ctx context.Context, filter *runtimeapi.ImageFilter
 
 // RemoveImage implements runtime.ImageService.
 func (r *Runtime) RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) error {
+	return r.answering().RemoveImage(ctx, image)
+}
+
+func (b *bare) RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) error {
+	r := (*Runtime)(b)
 	if err := r.enter(ctx, "RemoveImage", &runtimeapi.RemoveImageRequest{Image: clone(image)}); err != nil {
 		return err
 	}
@@ -419,6 +440,11 @@ func (r *Runtime) RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) 
 
 // Version implements runtime.RuntimeService.
 func (r *Runtime) Version(ctx context.Context, apiVersion string) (*runtimeapi.VersionResponse, error) {
+	return r.answering().Version(ctx, apiVersion)
+}
+
+func (b *bare) Version(ctx context.Context, apiVersion string) (*runtimeapi.VersionResponse, error) {
+	r := (*Runtime)(b)
 	if err := r.enter(ctx, "Version", &runtimeapi.VersionRequest{Version: apiVersion}); err != nil {
 		return nil, err
 	}
@@ -428,6 +454,11 @@ func (r *Runtime) Version(ctx context.Context, apiVersion string) (*runtimeapi.V
 // Status implements runtime.RuntimeService: the runtime and its network are
 // always ready.
 func (r *Runtime) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error) {
+	return r.answering().Status(ctx, verbose)
+}
+
+func (b *bare) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error) {
+	r := (*Runtime)(b)
 	if err := r.enter(ctx, "Status", &runtimeapi.StatusRequest{Verbose: verbose}); err != nil {
 		return nil, err
 	}
@@ -440,6 +471,11 @@ func (r *Runtime) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusR
 // RunPodSandbox implements runtime.RuntimeService. Pod-network sandboxes
 // get an address from 10.88.0.0/16, as containerd's default CNI config.
 func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error) {
+	return r.answering().RunPodSandbox(ctx, config, runtimeHandler)
+}
+
+func (b *bare) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error) {
+	r := (*Runtime)(b)
 	if err := r.enter(ctx, "RunPodSandbox", &runtimeapi.RunPodSandboxRequest{Config: clone(config), RuntimeHandler: runtimeHandler}); err != nil {
 		return "", err
 	}
@@ -459,6 +495,11 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 // StopPodSandbox implements runtime.RuntimeService: the sandbox becomes not
 // ready and its running containers exit.
 func (r *Runtime) StopPodSandbox(ctx context.Context, id string) error {
+	return r.answering().StopPodSandbox(ctx, id)
+}
+
+func (b *bare) StopPodSandbox(ctx context.Context, id string) error {
+	r := (*Runtime)(b)
 	if err := r.enter(ctx, "StopPodSandbox", &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil {
 		return err
 	}
@@ -484,6 +525,11 @@ func (r *Runtime) stopSandbox(s *sandbox) {
 // RemovePodSandbox implements runtime.RuntimeService; it removes the
 // sandbox's containers too. Removing an absent sandbox succeeds.
 func (r *Runtime) RemovePodSandbox(ctx context.Context, id string) error {
+	return r.answering().RemovePodSandbox(ctx, id)
+}
+
+func (b *bare) RemovePodSandbox(ctx context.Context, id string) error {
+	r := (*Runtime)(b)
 	if err := r.enter(ctx, "RemovePodSandbox", &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id}); err != nil {
 		return err
 	}
@@ -503,6 +549,11 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, id string) error {
 
 // PodSandboxStatus implements runtime.RuntimeService.
 func (r *Runtime) PodSandboxStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error) {
+	return r.answering().PodSandboxStatus(ctx, id, verbose)
+}
+
+func (b *bare) PodSandboxStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error) {
+	r := (*Runtime)(b)
 	if err := r.enter(ctx, "PodSandboxStatus", &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: verbose}); err != nil {
 		return nil, err
 	}
@@ -532,6 +583,11 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, id string, verbose bool)
 
 // ListPodSandbox implements runtime.RuntimeService, newest first.
 func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	return r.answering().ListPodSandbox(ctx, filter)
+}
+
+func (b *bare) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	r := (*Runtime)(b)
 	if err := r.enter(ctx, "ListPodSandbox", &runtimeapi.ListPodSandboxRequest{Filter: clone(filter)}); err != nil {
 		return nil, err
 	}
@@ -561,6 +617,11 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSand
 // CreateContainer implements runtime.RuntimeService. As in containerd, the
 // sandbox must exist and the image must be present.
 func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	return r.answering().CreateContainer(ctx, sandboxID, config, sandboxConfig)
+}
+
+func (b *bare) CreateContainer(ctx context.Context, sandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	r := (*Runtime)(b)
 	req := &runtimeapi.CreateContainerRequest{PodSandboxId: sandboxID, Config: clone(config), SandboxConfig: clone(sandboxConfig)}
 	if err := r.enter(ctx, "CreateContainer", req); err != nil {
 		return "", err
@@ -602,6 +663,11 @@ func (r *Runtime) container(id string) (*container, error) {
 // StartContainer implements runtime.RuntimeService. What the container does
 // next is decided by the StartFunc.
 func (r *Runtime) StartContainer(ctx context.Context, id string) error {
+	return r.answering().StartContainer(ctx, id)
+}
+
+func (b *bare) StartContainer(ctx context.Context, id string) error {
+	r := (*Runtime)(b)
 	if err := r.enter(ctx, "StartContainer", &runtimeapi.StartContainerRequest{ContainerId: id}); err != nil {
 		return err
 	}
@@ -641,6 +707,11 @@ func (r *Runtime) exitContainer(c *container, e Exit) {
 // StopContainer implements runtime.RuntimeService. A running container exits
 // with 143 ("Error"), as a shell killed by SIGTERM does under containerd.
 func (r *Runtime) StopContainer(ctx context.Context, id string, timeout int64) error {
+	return r.answering().StopContainer(ctx, id, timeout)
+}
+
+func (b *bare) StopContainer(ctx context.Context, id string, timeout int64) error {
+	r := (*Runtime)(b)
 	if err := r.enter(ctx, "StopContainer", &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: timeout}); err != nil {
 		return err
 	}
@@ -661,6 +732,11 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, timeout int64) e
 // RemoveContainer implements runtime.RuntimeService (forcibly, as CRI asks).
 // Removing an absent container succeeds.
 func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
+	return r.answering().RemoveContainer(ctx, id)
+}
+
+func (b *bare) RemoveContainer(ctx context.Context, id string) error {
+	r := (*Runtime)(b)
 	if err := r.enter(ctx, "RemoveContainer", &runtimeapi.RemoveContainerRequest{ContainerId: id}); err != nil {
 		return err
 	}
@@ -675,6 +751,11 @@ func (r *Runtime) RemoveContainer(ctx context.Context, id string) error {
 
 // ListContainers implements runtime.RuntimeService, oldest first.
 func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	return r.answering().ListContainers(ctx, filter)
+}
+
+func (b *bare) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	r := (*Runtime)(b)
 	if err := r.enter(ctx, "ListContainers", &runtimeapi.ListContainersRequest{Filter: clone(filter)}); err != nil {
 		return nil, err
 	}
@@ -705,6 +786,11 @@ func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.Contain
 
 // ContainerStatus implements runtime.RuntimeService.
 func (r *Runtime) ContainerStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.ContainerStatusResponse, error) {
+	return r.answering().ContainerStatus(ctx, id, verbose)
+}
+
+func (b *bare) ContainerStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.ContainerStatusResponse, error) {
+	r := (*Runtime)(b)
 	if err := r.enter(ctx, "ContainerStatus", &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: verbose}); err != nil {
 		return nil, err
 	}
@@ -730,6 +816,11 @@ func (r *Runtime) ContainerStatus(ctx context.Context, id string, verbose bool) 
 
 // ExecSync implements runtime.RuntimeService; the container must be running.
 func (r *Runtime) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) ([]byte, []byte, error) {
+	return r.answering().ExecSync(ctx, id, cmd, timeout)
+}
+
+func (b *bare) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) ([]byte, []byte, error) {
+	r := (*Runtime)(b)
 	if err := r.enter(ctx, "ExecSync", &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: append([]string(nil), cmd...), Timeout: int64(timeout.Seconds())}); err != nil {
 		return nil, nil, err
 	}

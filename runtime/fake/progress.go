@@ -20,8 +20,14 @@ func WithPullProgress(steps int, interval time.Duration) Option {
 
 // PullImageWithProgress implements runtime.ProgressPuller: it reports
 // progress (see WithPullProgress), then pulls as PullImage does. It is
-// recorded as a PullImage call and goes through PullImage's interceptors.
+// recorded as a PullImage call and goes through PullImage's interceptors
+// and answer interceptors.
 func (r *Runtime) PullImageWithProgress(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig, progress func(runtime.PullProgress)) (string, error) {
+	return r.answering().PullImageWithProgress(ctx, image, auth, sandboxConfig, progress)
+}
+
+func (b *bare) PullImageWithProgress(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig, progress func(runtime.PullProgress)) (string, error) {
+	r := (*Runtime)(b)
 	total := int64(r.imageSize)
 	steps := max(r.progressSteps, 1)
 	report := func(i int) {
