@@ -692,16 +692,22 @@ func (b *bare) StartContainer(ctx context.Context, id string) error {
 }
 
 func (r *Runtime) exitContainer(c *container, e Exit) {
+	c.state = runtimeapi.ContainerState_CONTAINER_EXITED
+	c.exitedAt = r.now()
+	c.exit = withReason(e)
+	r.emit(c, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
+}
+
+// withReason gives an exit without a reason containerd's: "Completed" for
+// code 0, "Error" otherwise.
+func withReason(e Exit) Exit {
 	if e.Reason == "" {
 		e.Reason = "Completed"
 		if e.Code != 0 {
 			e.Reason = "Error"
 		}
 	}
-	c.state = runtimeapi.ContainerState_CONTAINER_EXITED
-	c.exitedAt = r.now()
-	c.exit = e
-	r.emit(c, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
+	return e
 }
 
 // StopContainer implements runtime.RuntimeService. A running container exits

@@ -1,16 +1,23 @@
 package fake
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// SeedSandbox puts a sandbox on the runtime without a recorded call, as a
-// node found after an agent restart: built from config as RunPodSandbox
-// would, in the given state, created at createdAt (zero: now).
+// SeedSandbox puts a sandbox on the runtime as a node found after an agent
+// restart: built from config as RunPodSandbox builds it (metadata, labels,
+// annotations, namespace options, a pod IP unless on the host network),
+// in the given state, created at createdAt (zero: now). No call is
+// recorded, no interceptor runs and no event is sent. It panics on a
+// config without metadata, which RunPodSandbox refuses.
 func (r *Runtime) SeedSandbox(config *runtimeapi.PodSandboxConfig, state runtimeapi.PodSandboxState, createdAt time.Time) string {
+	if config.GetMetadata() == nil {
+		panic("fake.SeedSandbox: sandbox config must include metadata")
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := &sandbox{id: r.newID("sandbox"), config: clone(config), state: state, createdAt: r.stamp(createdAt)}
@@ -21,52 +28,61 @@ func (r *Runtime) SeedSandbox(config *runtimeapi.PodSandboxConfig, state runtime
 	return s.id
 }
 
-// Seeded is a container instance for SeedContainer. Zero times are left
-// unset; State defaults to created; Exit applies to an exited instance.
+// Seeded is the state of a container instance for SeedContainer.
 type Seeded struct {
-	State                            runtimeapi.ContainerState
+	// State defaults to created.
+	State runtimeapi.ContainerState
+	// CreatedAt defaults to now. StartedAt defaults to CreatedAt for a
+	// running or exited instance; FinishedAt defaults to now for an exited
+	// one. Times that the state does not have are not reported, as on
+	// containerd.
 	CreatedAt, StartedAt, FinishedAt time.Time
-	Exit                             Exit
+	// Exit is how an exited instance ended; an empty Reason becomes
+	// "Completed" or "Error" as ExitContainer makes it.
+	Exit Exit
 }
 
-// SeedContainer puts a container instance in a sandbox without a recorded
-// call, built from config as CreateContainer would (labels, annotations,
-// log path, image reference; the image is stored if absent).
+// SeedContainer puts a container instance in a sandbox as a node found
+// after an agent restart: built from config as CreateContainer builds it
+// (metadata, labels, annotations, mounts, the log path under the sandbox's
+// log directory, the image's ID as its image ref; an absent image is
+// stored), in the seeded state. No call is recorded, no interceptor runs
+// and no event is sent. The sandbox must exist, in any state.
 func (r *Runtime) SeedContainer(sandboxID string, config *runtimeapi.ContainerConfig, seed Seeded) (string, error) {
+	if config.GetMetadata() == nil {
+		return "", errors.New("fake.SeedContainer: container config must include metadata")
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, ok := r.sandboxes[sandboxID]
 	if !ok {
-		return "", fmt.Errorf("fake: no sandbox %q", sandboxID)
+		return "", fmt.Errorf("fake.SeedContainer: no sandbox %q", sandboxID)
 	}
 	name := config.GetImage().GetImage()
 	img := r.findImage(name)
 	if img == nil {
 		n, err := normalize(name)
 		if err != nil {
-			return "", fmt.Errorf("fake: image %q: %w", name, err)
+			return "", fmt.Errorf("fake.SeedContainer: image %q: %w", name, err)
 		}
 		img = r.storeImage(n)
 	}
 	c := &container{id: r.newID("container"), sandboxID: sandboxID, config: clone(config), imageRef: img.Id,
 		logPath: joinLogPath(s.config.GetLogDirectory(), config.GetLogPath()),
-		state:   runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.stamp(seed.CreatedAt)}
-	if seed.State != runtimeapi.ContainerState_CONTAINER_CREATED {
-		c.state = seed.State
-	}
-	if !seed.StartedAt.IsZero() {
-		c.startedAt = seed.StartedAt.UnixNano()
-	} else if seed.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+		state:   seed.State, createdAt: r.stamp(seed.CreatedAt)}
+	switch seed.State {
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
 		c.startedAt = c.createdAt
-	}
-	if seed.State == runtimeapi.ContainerState_CONTAINER_EXITED {
-		if c.startedAt == 0 {
-			c.startedAt = c.createdAt
+		if !seed.StartedAt.IsZero() {
+			c.startedAt = seed.StartedAt.UnixNano()
 		}
-		r.exitContainer(c, seed.Exit)
-		if !seed.FinishedAt.IsZero() {
-			c.exitedAt = seed.FinishedAt.UnixNano()
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		c.startedAt = c.createdAt
+		if !seed.StartedAt.IsZero() {
+			c.startedAt = seed.StartedAt.UnixNano()
 		}
+		c.exitedAt = r.stamp(seed.FinishedAt)
+		c.exit = withReason(seed.Exit)
 	}
 	r.containers[c.id] = c
 	return c.id, nil
