@@ -46,7 +46,8 @@
 //     Unavailable (a CreateContainer whose answer was lost). Both act in
 //     the fake, so they hold in process and over the wire. Answering does
 //     the same for any runtime.Runtime, such as a client of containerd;
-//   - ServeControl lets another process make a container exit or a
-//     sandbox die (ControlExitContainer, ControlKillSandbox) while the
-//     runtime is served on a socket.
+//   - ServeControl serves a small HTTP control endpoint on a unix socket,
+//     so that another process can make a container exit or a sandbox die
+//     (ControlExitContainer, ControlKillSandbox, or curl) while the runtime
+//     is served on a CRI socket.
 package fake
