@@ -1,9 +1,10 @@
 // Package fake is an in-memory CRI runtime for tests and demos, built in
 // the manner of controller-runtime's fake client: seeded state, scripted
-// failures and latency per method, a record of every call, and an
-// injectable clock. It implements runtime.Runtime and is safe for
-// concurrent use; NewServer serves it (or any runtime.Runtime) over gRPC on
-// a unix socket so the same scenarios run in-process and over the wire.
+// failures, latency and answers per method, a record of every call, and an
+// injectable clock. It implements runtime.Runtime (with pull progress and
+// container events) and is safe for concurrent use; NewServer serves it (or
+// any runtime.Runtime) over gRPC on a unix socket so the same scenarios run
+// in-process and over the wire.
 //
 // It behaves like containerd where pod start can tell: image names are
 // normalised ("busybox" is "docker.io/library/busybox:latest"), a container
@@ -14,6 +15,8 @@
 // running to exited; WithStartFunc and ExitContainer decide when and how
 // they exit. A container's log path is its sandbox's log directory joined
 // with the config's.
+//
+// # Images
 //
 // Images are named as containerd 2.3 names them (in containerd's
 // internal/cri/server: images/image_pull.go, images/image_status.go,
@@ -36,18 +39,30 @@
 // Two tags of the same content are one image with two tags on containerd
 // and two images here.
 //
-// Beyond failing and delaying calls (Intercept, FailNext, Fail,
-// SetLatency, Hang):
-//   - SeedSandbox and SeedContainer put instances on the runtime without a
-//     call, as a node found after an agent restart;
-//   - InterceptAnswer lets an AnswerFunc see each answer after the call
-//     took effect and replace its response or error; LoseAnswer makes the
-//     next calls of a method take effect while their caller hears
-//     Unavailable (a CreateContainer whose answer was lost). Both act in
-//     the fake, so they hold in process and over the wire. Answering does
-//     the same for any runtime.Runtime, such as a client of containerd;
-//   - ServeControl serves a small HTTP control endpoint on a unix socket,
-//     so that another process can make a container exit or a sandbox die
-//     (ControlExitContainer, ControlKillSandbox, or curl) while the runtime
-//     is served on a CRI socket.
+// # Scripting calls
+//
+// A call is recorded (Calls, CallCount), then its interceptors run
+// (Intercept, and FailNext, Fail, SetLatency and Hang built on it), which
+// may fail or delay it before it takes effect; then the fake does the work;
+// then its answer interceptors run (InterceptAnswer, and LoseAnswer built
+// on it), which see the response in its CRI message shape and may replace
+// the response or the error after the call took effect. LoseAnswer models
+// an answer lost on the way, such as a CreateContainer whose container
+// exists but whose ID the caller never learnt: the caller hears
+// codes.Unavailable. Both kinds run outside the fake's lock and act in the
+// fake, so they hold in process and over the wire alike. Answering gives
+// answer interception to any runtime.Runtime, such as a client of a real
+// runtime.
+//
+// # State from outside the calls
+//
+// SeedSandbox and SeedContainer put instances on the runtime as a node
+// found after an agent restart: built from the configs exactly as
+// RunPodSandbox and CreateContainer build them, in the state and with the
+// times given, with no call recorded, no interceptor run and no event
+// sent. ExitContainer and KillSandbox act as the world does on a running
+// node: a container's process ends, a sandbox dies. ServeControl offers
+// those two on a small HTTP endpoint on a unix socket, so that another
+// process (ControlExitContainer, ControlKillSandbox, or curl) can crash a
+// container of a fake served with NewServer.
 package fake
