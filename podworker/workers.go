@@ -475,14 +475,23 @@ func (w *Workers) loop(p *worker) {
 			timer, timerC = nil, nil
 		case <-resyncC:
 		}
-		next, done := w.syncUntilQuiet(p)
-		if done {
-			return
-		}
-		stopTimer()
-		if !next.IsZero() {
-			timer = w.o.clock.NewTimer(max(next.Sub(w.o.clock.Now()), 0))
+		for {
+			next, done := w.syncUntilQuiet(p)
+			if done {
+				return
+			}
+			stopTimer()
+			if next.IsZero() {
+				break
+			}
+			timer = w.o.clock.NewTimer(next.Sub(w.o.clock.Now()))
 			timerC = timer.C()
+			// Checked after the timer exists: a clock that reached next
+			// before that would not fire it (a fake clock's zero timer
+			// waits for its next step), so such a time is synced now.
+			if next.After(w.o.clock.Now()) || w.ctx.Err() != nil {
+				break
+			}
 		}
 	}
 }

@@ -280,12 +280,16 @@ func TestBackOffExpiryWakesPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := func(cond func(podworker.PodState) bool) podworker.PodState {
-		for st := range states {
-			if cond(st) {
-				return st
+		for {
+			select {
+			case st := <-states:
+				if cond(st) {
+					return st
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("no sync for 20 s; fake clock at %v", clk.Now())
 			}
 		}
-		panic("unreachable")
 	}
 	next(running)
 	crash := func() {
