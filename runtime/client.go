@@ -63,7 +63,11 @@ type Client struct {
 	callTimeout time.Duration
 }
 
-var _ Runtime = (*Client)(nil)
+var (
+	_ Runtime              = (*Client)(nil)
+	_ ResourceUpdater      = (*Client)(nil)
+	_ ContainerStatsReader = (*Client)(nil)
+)
 
 // Dial connects to the CRI runtime at endpoint and checks that it serves CRI
 // v1 by asking for its version within the connect timeout. An endpoint
@@ -300,6 +304,24 @@ func (c *Client) ListContainers(ctx context.Context, filter *runtimeapi.Containe
 		return nil, Classify(err)
 	}
 	return resp.Containers, nil
+}
+
+// UpdateContainerResources implements ResourceUpdater.
+func (c *Client) UpdateContainerResources(ctx context.Context, id string, resources *runtimeapi.ContainerResources) error {
+	ctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	_, err := c.rt.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{
+		ContainerId: id, Linux: resources.GetLinux(), Windows: resources.GetWindows(),
+	})
+	return Classify(err)
+}
+
+// ContainerStats implements ContainerStatsReader.
+func (c *Client) ContainerStats(ctx context.Context, id string) (*runtimeapi.ContainerStats, error) {
+	ctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	resp, err := c.rt.ContainerStats(ctx, &runtimeapi.ContainerStatsRequest{ContainerId: id})
+	return resp.GetStats(), Classify(err)
 }
 
 // ContainerStatus implements RuntimeService.

@@ -92,3 +92,18 @@ type ProgressPuller interface {
 type ContainerEventStreamer interface {
 	StreamContainerEvents(ctx context.Context, onEvent func(*runtimeapi.ContainerEventResponse)) error
 }
+
+// ResourceUpdater is an optional ability of a RuntimeService: it changes
+// a running container's CPU and memory in place (CRI
+// UpdateContainerResources), which in-place pod resize needs. Callers
+// discover it by type assertion; a runtime without it cannot resize.
+type ResourceUpdater interface {
+	UpdateContainerResources(ctx context.Context, containerID string, resources *runtimeapi.ContainerResources) error
+}
+
+// ContainerStatsReader is an optional ability of a RuntimeService: a
+// container's resource use (CRI ContainerStats). In-place resize reads the
+// memory use before it lowers a memory limit.
+type ContainerStatsReader interface {
+	ContainerStats(ctx context.Context, containerID string) (*runtimeapi.ContainerStats, error)
+}

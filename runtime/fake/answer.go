@@ -117,6 +117,8 @@ type answering struct {
 var (
 	_ runtime.ProgressPuller         = (*answering)(nil)
 	_ runtime.ContainerEventStreamer = (*answering)(nil)
+	_ runtime.ResourceUpdater        = (*answering)(nil)
+	_ runtime.ContainerStatsReader   = (*answering)(nil)
 )
 
 // as returns m as a T, or T's zero value (a nil message) when it is not.
@@ -237,6 +239,33 @@ func (a *answering) StopContainer(ctx context.Context, id string, timeout int64)
 	err := a.rt.StopContainer(ctx, id, timeout)
 	_, err = a.answer(ctx, "StopContainer", &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: timeout}, &runtimeapi.StopContainerResponse{}, err)
 	return err
+}
+
+// UpdateContainerResources passes through to the wrapped runtime when it
+// can update resources, else answers runtime.ErrUnimplemented.
+func (a *answering) UpdateContainerResources(ctx context.Context, id string, resources *runtimeapi.ContainerResources) error {
+	var err error
+	if ru, ok := a.rt.(runtime.ResourceUpdater); ok {
+		err = ru.UpdateContainerResources(ctx, id, resources)
+	} else {
+		err = runtime.Classify(status.Error(codes.Unimplemented, "UpdateContainerResources is not implemented by the runtime"))
+	}
+	_, err = a.answer(ctx, "UpdateContainerResources", &runtimeapi.UpdateContainerResourcesRequest{ContainerId: id, Linux: resources.GetLinux()}, &runtimeapi.UpdateContainerResourcesResponse{}, err)
+	return err
+}
+
+// ContainerStats passes through to the wrapped runtime when it reports
+// stats, else answers runtime.ErrUnimplemented.
+func (a *answering) ContainerStats(ctx context.Context, id string) (*runtimeapi.ContainerStats, error) {
+	var st *runtimeapi.ContainerStats
+	var err error
+	if sr, ok := a.rt.(runtime.ContainerStatsReader); ok {
+		st, err = sr.ContainerStats(ctx, id)
+	} else {
+		err = runtime.Classify(status.Error(codes.Unimplemented, "ContainerStats is not implemented by the runtime"))
+	}
+	resp, err := a.answer(ctx, "ContainerStats", &runtimeapi.ContainerStatsRequest{ContainerId: id}, &runtimeapi.ContainerStatsResponse{Stats: st}, err)
+	return as[*runtimeapi.ContainerStatsResponse](resp).GetStats(), err
 }
 
 func (a *answering) RemoveContainer(ctx context.Context, id string) error {

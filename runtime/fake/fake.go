@@ -71,6 +71,7 @@ type container struct {
 	exitedAt  int64
 	exit      Exit
 	logPath   string // as containerd: the sandbox's log directory joined with the config's log path
+	memory    uint64 // memory in use, as ContainerStats reports it (SetMemoryUsage)
 }
 
 // Exit is how a container ended.
@@ -814,6 +815,9 @@ func (b *bare) ContainerStatus(ctx context.Context, id string, verbose bool) (*r
 		Labels: maps.Clone(c.config.Labels), Annotations: maps.Clone(c.config.Annotations),
 		Mounts: cloneAll(c.config.Mounts), LogPath: c.logPath,
 	}
+	if lr := c.config.GetLinux().GetResources(); lr != nil && c.state != runtimeapi.ContainerState_CONTAINER_EXITED {
+		st.Resources = &runtimeapi.ContainerResources{Linux: clone(lr)}
+	}
 	if c.state == runtimeapi.ContainerState_CONTAINER_EXITED {
 		st.ExitCode, st.Reason, st.Message = c.exit.Code, c.exit.Reason, c.exit.Message
 	}
@@ -937,4 +941,68 @@ func (r *Runtime) statusImage(c *container) (*runtimeapi.ImageSpec, string) {
 		}
 	}
 	return spec, ref
+}
+
+// UpdateContainerResources implements runtime.ResourceUpdater: the
+// container's resources change (ContainerStatus reports them, as
+// containerd does) if it is created or running.
+func (r *Runtime) UpdateContainerResources(ctx context.Context, id string, resources *runtimeapi.ContainerResources) error {
+	return r.answering().UpdateContainerResources(ctx, id, resources)
+}
+
+func (b *bare) UpdateContainerResources(ctx context.Context, id string, resources *runtimeapi.ContainerResources) error {
+	r := (*Runtime)(b)
+	if err := r.enter(ctx, "UpdateContainerResources", &runtimeapi.UpdateContainerResourcesRequest{ContainerId: id, Linux: clone(resources.GetLinux())}); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := r.container(id)
+	if err != nil {
+		return err
+	}
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING && c.state != runtimeapi.ContainerState_CONTAINER_CREATED {
+		return fail(codes.FailedPrecondition, "container %q is not running or created", id)
+	}
+	if c.config.Linux == nil {
+		c.config.Linux = &runtimeapi.LinuxContainerConfig{}
+	}
+	c.config.Linux.Resources = clone(resources.GetLinux())
+	return nil
+}
+
+// ContainerStats implements runtime.ContainerStatsReader: the memory use
+// set with SetMemoryUsage (0 until then), for a container that exists.
+func (r *Runtime) ContainerStats(ctx context.Context, id string) (*runtimeapi.ContainerStats, error) {
+	return r.answering().ContainerStats(ctx, id)
+}
+
+func (b *bare) ContainerStats(ctx context.Context, id string) (*runtimeapi.ContainerStats, error) {
+	r := (*Runtime)(b)
+	if err := r.enter(ctx, "ContainerStats", &runtimeapi.ContainerStatsRequest{ContainerId: id}); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := r.container(id)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ContainerStats{
+		Attributes: &runtimeapi.ContainerAttributes{Id: c.id, Metadata: clone(c.config.Metadata), Labels: maps.Clone(c.config.Labels), Annotations: maps.Clone(c.config.Annotations)},
+		Memory:     &runtimeapi.MemoryUsage{Timestamp: r.now(), UsageBytes: &runtimeapi.UInt64Value{Value: c.memory}},
+	}, nil
+}
+
+// SetMemoryUsage sets the memory a container uses, as ContainerStats
+// reports it.
+func (r *Runtime) SetMemoryUsage(id string, bytes uint64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := r.container(id)
+	if err != nil {
+		return err
+	}
+	c.memory = bytes
+	return nil
 }

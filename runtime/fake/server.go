@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstart/podstart/runtime"
@@ -204,6 +206,29 @@ func (s *runtimeServer) ListContainers(ctx context.Context, req *runtimeapi.List
 func (s *runtimeServer) ContainerStatus(ctx context.Context, req *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
 	resp, err := s.rt.ContainerStatus(ctx, req.ContainerId, req.Verbose)
 	return resp, grpcErr(err)
+}
+
+func (s *runtimeServer) UpdateContainerResources(ctx context.Context, req *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
+	ru, ok := s.rt.(runtime.ResourceUpdater)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "UpdateContainerResources is not implemented by the runtime")
+	}
+	if err := ru.UpdateContainerResources(ctx, req.ContainerId, &runtimeapi.ContainerResources{Linux: req.Linux, Windows: req.Windows}); err != nil {
+		return nil, grpcErr(err)
+	}
+	return &runtimeapi.UpdateContainerResourcesResponse{}, nil
+}
+
+func (s *runtimeServer) ContainerStats(ctx context.Context, req *runtimeapi.ContainerStatsRequest) (*runtimeapi.ContainerStatsResponse, error) {
+	sr, ok := s.rt.(runtime.ContainerStatsReader)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "ContainerStats is not implemented by the runtime")
+	}
+	st, err := sr.ContainerStats(ctx, req.ContainerId)
+	if err != nil {
+		return nil, grpcErr(err)
+	}
+	return &runtimeapi.ContainerStatsResponse{Stats: st}, nil
 }
 
 func (s *runtimeServer) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
