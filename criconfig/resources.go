@@ -87,6 +87,13 @@ func containerResources(pod *corev1.Pod, c *corev1.Container, node Node) *runtim
 	return r
 }
 
+// ContainerResources is what kubelet's generateContainerResources gives
+// a container on Linux: the Linux.Resources of its CreateContainer config,
+// and what an in-place resize sends with UpdateContainerResources.
+func ContainerResources(pod *corev1.Pod, c *corev1.Container, node Node) *runtimeapi.ContainerResources {
+	return &runtimeapi.ContainerResources{Linux: containerResources(pod, c, node)}
+}
+
 // hugepageLimits is kubelet's GetHugepageLimitsFromResources: every page
 // size of the node at 0, then the pod-level and the container's limits.
 func hugepageLimits(pod *corev1.Pod, c *corev1.Container, node Node) []*runtimeapi.HugepageLimit {
