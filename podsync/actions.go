@@ -52,6 +52,12 @@ type Actions struct {
 	ContainersToKill map[string]ContainerToKill
 	// EphemeralContainersToStart are indexes into spec.ephemeralContainers.
 	EphemeralContainersToStart []int
+	// ContainersToUpdate are running containers resized in place, by
+	// resource (memory, CPU), decreases before increases.
+	ContainersToUpdate map[corev1.ResourceName][]ContainerToUpdate
+	// UpdatePodResources: a container restarts because its resize policy
+	// asks for it.
+	UpdatePodResources bool
 
 	// Beyond kubelet: why, for people and logs.
 	SandboxReason string   // why the sandbox is (re)created, if it is
@@ -220,6 +226,9 @@ func ComputePodActions(pod *corev1.Pod, status *PodStatus, probes ProbeResults) 
 			msg, why = fmt.Sprintf("Container %s failed liveness probe", c.Name), KillReasonLivenessProbe
 		} else if r, ok := startup(probes, s.ID); ok && r == ProbeFailure {
 			msg, why = fmt.Sprintf("Container %s failed startup probe", c.Name), KillReasonStartupProbe
+		} else if !computeResize(pod, c, s, status, &a) {
+			a.ContainersToStart = append(a.ContainersToStart, i)
+			continue
 		} else {
 			keep++
 			continue
@@ -330,6 +339,9 @@ func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, probes Prob
 			toStart = append(toStart, i)
 		case ContainerStateRunning:
 			if !sidecar {
+				// A running init container is resized in place
+				// (InPlacePodVerticalScalingInitContainers, on in v1.36).
+				computeResize(pod, c, s, status, a)
 				a.Waiting = append(a.Waiting, fmt.Sprintf("init container %q is running", c.Name))
 				break
 			}
@@ -367,7 +379,11 @@ func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, probes Prob
 					a.ContainersToKill[s.ID] = ContainerToKill{Name: c.Name, Container: c, Reason: KillReasonLivenessProbe,
 						Message: fmt.Sprintf("Init container %s failed liveness probe", c.Name)}
 					toStart = append(toStart, i)
+					break
 				}
+			}
+			if !computeResize(pod, c, s, status, a) {
+				toStart = append(toStart, i)
 			}
 		case ContainerStateExited:
 			if sidecar {
@@ -460,6 +476,15 @@ func (a Actions) String() string {
 	list("start ephemeral", a.EphemeralContainersToStart, eph)
 	list("start init", a.InitContainersToStart, spec.InitContainers)
 	list("start", a.ContainersToStart, spec.Containers)
+	for _, r := range []corev1.ResourceName{corev1.ResourceMemory, corev1.ResourceCPU} {
+		if us := a.ContainersToUpdate[r]; len(us) > 0 {
+			names := make([]string, len(us))
+			for i, u := range us {
+				names[i] = u.Name
+			}
+			parts = append(parts, fmt.Sprintf("resize %s [%s]", r, strings.Join(names, " ")))
+		}
+	}
 	if len(a.Waiting) > 0 {
 		parts = append(parts, "waiting: "+strings.Join(a.Waiting, "; "))
 	}

@@ -27,6 +27,9 @@ import (
 type StatusCache struct {
 	rt runtime.RuntimeService
 
+	// actuated, when the cache is a Syncer's, fills ActuatedResources.
+	actuated *actuatedStore
+
 	mu         sync.Mutex
 	containers map[string]cachedContainer
 	sandboxes  map[string]cachedSandbox
@@ -68,6 +71,9 @@ func (c *StatusCache) PodStatus(ctx context.Context, pod *corev1.Pod) (*PodStatu
 	st := statuses[pod.UID]
 	if st == nil {
 		st = &PodStatus{UID: pod.UID}
+		if c.actuated != nil {
+			st.ActuatedResources = c.actuated.get(pod.UID)
+		}
 	}
 	st.Name, st.Namespace = pod.Name, pod.Namespace
 	return st, nil
@@ -182,6 +188,9 @@ func (c *StatusCache) update(ctx context.Context, sandboxes []*runtimeapi.PodSan
 	c.mu.Unlock()
 	for _, p := range pods {
 		finish(p)
+		if c.actuated != nil {
+			p.ActuatedResources = c.actuated.get(p.UID)
+		}
 	}
 	uids := make([]types.UID, 0, len(changed))
 	for uid := range changed {
@@ -206,4 +215,12 @@ func finish(st *PodStatus) {
 			st.IPs = append([]string{sb.Network.Ip}, ipsOf(sb.Network.AdditionalIps)...)
 		}
 	}
+}
+
+// forget drops what the cache knows of a container, so that the next read
+// asks the runtime again (after its resources changed in place).
+func (c *StatusCache) forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.containers, id)
 }

@@ -71,7 +71,7 @@
 //
 // Only the sidecar-aware path exists: kubelet's legacy path (feature gate
 // LegacySidecarContainers, off by default and being removed) is not
-// implemented, nor is in-place resize. Container restart rules
+// implemented. Container restart rules
 // (ContainerShouldRestart) decide whether an exited container restarts,
 // as kubelet's ShouldContainerBeRestarted; elsewhere (a failed init
 // container, recreating a sandbox) the pod's restartPolicy still decides.
@@ -83,6 +83,22 @@
 // is set (Syncer.Status sets it), an app container that exited in the
 // current sandbox counts as proof of initialisation. Without it the
 // behaviour is kubelet's.
+//
+// In-place resize (GA in v1.35) is kubelet's for containers: a running
+// app container, sidecar or init container whose CPU or memory differs
+// from what was last applied (PodStatus.ActuatedResources, kept in
+// <root>/pods/<uid>/actuated-resources as kubelet's checkpoint) is updated
+// with UpdateContainerResources (runtime.ResourceUpdater), memory before
+// CPU and decreases before increases, or restarted when its resize policy
+// says RestartContainer; a memory limit is not lowered below the
+// container's use (runtime.ContainerStatsReader). The spec is taken as
+// allocated: admission (PodResizePending, node capacity) is the caller's.
+// podstart sets no pod-level cgroup (the runtime makes the pod's cgroup
+// from the sandbox's parent), so kubelet's pod cgroup steps and
+// UpdatePodSandboxResources are not sent; huge page limits stay as the
+// spec has them in an update, where kubelet's update sends zero. A
+// runtime without UpdateContainerResources gets a ResizePodInPlaceError,
+// never a silent skip.
 //
 // SyncPod takes pods from anywhere, not only from the API server, so it
 // first refuses (Result.SyncError matching mounts.ErrInvalidName, nothing

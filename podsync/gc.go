@@ -313,6 +313,7 @@ func (s *Syncer) removePod(ctx context.Context, p *RuntimePod) error {
 		// Keep the directories while the runtime may still use them.
 		return errors.Join(errs...)
 	}
+	s.actuated.forget(p.UID)
 	return s.removePodDirs(p.UID)
 }
 

@@ -18,6 +18,7 @@ const (
 	ActionConfigPodSandbox SyncAction = "ConfigPodSandbox"
 	ActionKillPodSandbox   SyncAction = "KillPodSandbox"
 	ActionRemoveContainer  SyncAction = "RemoveContainer"
+	ActionResizePodInPlace SyncAction = "ResizePodInPlace"
 )
 
 // Kubelet's errors for sync steps; their texts are container waiting
@@ -33,6 +34,7 @@ var (
 	ErrCreateContainerConfig = errors.New("CreateContainerConfigError")
 	ErrCreateContainer       = errors.New("CreateContainerError")
 	ErrPostStartHook         = errors.New("PostStartHookError")
+	ErrResizePodInPlace      = errors.New("ResizePodInPlaceError")
 )
 
 // SyncResult is the outcome of one step.

@@ -1,8 +1,11 @@
 package podsync
 
 import (
+	"math"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -44,6 +47,42 @@ type ContainerStatus struct {
 	// Annotations are the instance's CRI annotations (kubelet's: hash,
 	// restart count, grace periods, pre-stop hook).
 	Annotations map[string]string
+	// Resources are the CPU and memory the runtime reports the instance
+	// runs with, nil when it reports none (kubelet's ContainerResources).
+	Resources *ContainerResources
+}
+
+// ContainerResources are a container's CPU and memory as the runtime
+// reports them; a value the runtime does not report is nil.
+type ContainerResources struct {
+	CPULimit, CPURequest, MemoryLimit *resource.Quantity
+}
+
+// containerResourcesOf is kubelet's toKubeContainerResources: the CPU
+// limit from the CFS quota, the request from the shares, the memory limit.
+func containerResourcesOf(r *runtimeapi.ContainerResources) *ContainerResources {
+	lr := r.GetLinux()
+	if lr == nil {
+		return nil
+	}
+	out := &ContainerResources{}
+	if lr.CpuPeriod > 0 && lr.CpuQuota != -1 {
+		if milli := lr.CpuQuota * 1000 / lr.CpuPeriod; milli > 0 {
+			out.CPULimit = resource.NewMilliQuantity(milli, resource.DecimalSI)
+		}
+	}
+	if lr.CpuShares >= 2 {
+		if milli := int64(math.Ceil(float64(lr.CpuShares*1000) / 1024)); milli > 0 {
+			out.CPURequest = resource.NewMilliQuantity(milli, resource.DecimalSI)
+		}
+	}
+	if lr.MemoryLimitInBytes > 0 {
+		out.MemoryLimit = resource.NewQuantity(lr.MemoryLimitInBytes, resource.BinarySI)
+	}
+	if out.CPULimit == nil && out.CPURequest == nil && out.MemoryLimit == nil {
+		return nil
+	}
+	return out
 }
 
 // PodStatus is a pod as the runtime reports it (kubelet's
@@ -58,6 +97,11 @@ type PodStatus struct {
 	// ContainerStatuses, newest first: an instance restarted later comes
 	// before its older instances.
 	ContainerStatuses []*ContainerStatus
+	// ActuatedResources are the resources last applied to each container,
+	// by name (kubelet's actuated state): what an in-place resize compares
+	// the spec with. SyncPod fills it from its records when nil; with a
+	// nil map ComputePodActions computes no resize.
+	ActuatedResources map[string]corev1.ResourceRequirements
 }
 
 // FindContainerStatusByName returns the newest instance of the named

@@ -156,6 +156,8 @@ type Syncer struct {
 	images ImageEnsurer
 	o      options
 	cache  *StatusCache
+
+	actuated *actuatedStore
 }
 
 // NewSyncer returns a Syncer over rt that pulls images with ims.
@@ -195,7 +197,10 @@ func NewSyncer(rt runtime.RuntimeService, ims ImageEnsurer, opts ...Option) *Syn
 		o.volumes = DefaultVolumes{RootDir: o.node.RootDir}
 	}
 	o.mountOpts = append([]mounts.Option{mounts.WithClusterDomain(o.node.ClusterDomain)}, o.mountOpts...)
-	return &Syncer{rt: rt, images: ims, o: o, cache: NewStatusCache(rt)}
+	actuated := newActuatedStore(o.node.RootDir)
+	cache := NewStatusCache(rt)
+	cache.actuated = actuated
+	return &Syncer{rt: rt, images: ims, o: o, cache: cache, actuated: actuated}
 }
 
 // BackOff returns the Syncer's restart back-off.
@@ -229,7 +234,7 @@ func toContainerStatus(c *runtimeapi.Container, s *runtimeapi.ContainerStatus) *
 		CreatedAt: unixNano(s.CreatedAt), StartedAt: unixNano(s.StartedAt), FinishedAt: unixNano(s.FinishedAt),
 		ExitCode: int(s.ExitCode), Reason: s.Reason, Message: s.Message,
 		Image: s.GetImage().GetImage(), ImageRef: s.ImageRef,
-		LogPath: s.LogPath, Annotations: s.Annotations,
+		LogPath: s.LogPath, Annotations: s.Annotations, Resources: containerResourcesOf(s.Resources),
 	}
 	if name := s.Labels[LabelContainerName]; name != "" {
 		cs.Name = name
@@ -305,6 +310,9 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 		grace := EffectiveGracePeriod(pod, nil)
 		log.V(3).Info("Pod is being deleted: killing it", "gracePeriod", grace)
 		return s.KillPod(ctx, pod, status, &grace)
+	}
+	if status.ActuatedResources == nil {
+		status.ActuatedResources = s.actuated.get(pod.UID)
 	}
 	actions := ComputePodActions(pod, status, s.o.probes)
 	log.V(3).Info("Computed pod actions", "actions", actions.String())
@@ -399,6 +407,18 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 		c := &pod.Spec.InitContainers[i]
 		if err := start("init container", c); err != nil && !IsRestartableInitContainer(c) {
 			return result
+		}
+	}
+	if len(actions.ContainersToUpdate) > 0 {
+		sr := result.add(ActionResizePodInPlace, podName(pod))
+		t0 := s.o.clock.Now()
+		s.o.recorder.Eventf(podRef, corev1.EventTypeNormal, "ResizeStarted", "%s", resizeEvent(pod, "Pod resize started", ""))
+		s.resize(ctx, pod, actions, sr)
+		sr.Duration = s.o.clock.Since(t0)
+		if sr.Err != nil {
+			s.o.recorder.Eventf(podRef, corev1.EventTypeWarning, "ResizeError", "%s", resizeEvent(pod, "Pod resize error", sr.Message))
+		} else {
+			s.o.recorder.Eventf(podRef, corev1.EventTypeNormal, "ResizeCompleted", "%s", resizeEvent(pod, "Pod resize completed", ""))
 		}
 	}
 	for _, i := range actions.ContainersToStart {
@@ -504,6 +524,14 @@ func (s *Syncer) startContainer(ctx context.Context, sandboxID string, sandboxCo
 	err = s.traced("create", c.Name, func() error {
 		cfg, err := s.containerConfig(ctx, pod, c, restartCount, imageRef, podIPs, volumes)
 		if err != nil {
+			msg = err.Error()
+			return stepError(ErrCreateContainerConfig, err)
+		}
+		// As kubelet, the resources count as applied once the config
+		// carrying them is made.
+		applied := c.Resources
+		applied.Limits = mergedLimits(pod.Spec.Resources, &c.Resources)
+		if err := s.actuated.set(pod.UID, c.Name, applied); err != nil {
 			msg = err.Error()
 			return stepError(ErrCreateContainerConfig, err)
 		}

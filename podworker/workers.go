@@ -364,7 +364,7 @@ func (w *Workers) apiStatus(p *worker, pod *corev1.Pod, status *podsync.PodStatu
 		prev = &cp
 	}
 	w.mu.Unlock()
-	in := apistatus.Input{Pod: pod, Status: status, Reasons: w.reasons.For(pod.UID), Previous: prev,
+	in := apistatus.Input{Pod: pod, Status: status, Reasons: w.reasons.For(pod.UID), ResizeError: w.reasons.ResizeFor(pod.UID), Previous: prev,
 		RuntimeName: w.o.runtimeName, HostIPs: w.o.hostIPs, Terminal: terminal, Now: w.o.clock.Now()}
 	if w.o.probes != nil {
 		in.Probes = w.o.probes
