@@ -77,6 +77,10 @@ func (c *converter) statuses(previous []corev1.ContainerStatus, containers []cor
 		defaultWaiting = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: PodInitializing}}
 	}
 	statuses := make(map[string]*corev1.ContainerStatus, len(containers))
+	specs := make(map[string]*corev1.Container, len(containers))
+	for i := range containers {
+		specs[containers[i].Name] = &containers[i]
+	}
 	for i := range containers {
 		ct := &containers[i]
 		s := &corev1.ContainerStatus{Name: ct.Name, Image: ct.Image, State: *defaultWaiting.DeepCopy()}
@@ -146,6 +150,10 @@ func (c *converter) statuses(previous []corev1.ContainerStatus, containers []cor
 		if cs.State == podsync.ContainerStateRunning && oldp != nil && oldp.Started != nil {
 			started := *oldp.Started
 			s.Started = &started
+		}
+		if spec := specs[cs.Name]; spec != nil {
+			s.Resources = statusResources(spec, s, cs, oldp)
+			s.AllocatedResources = spec.Resources.Requests
 		}
 		if seen[cs.Name] == 0 {
 			statuses[cs.Name] = s
@@ -281,4 +289,61 @@ func rawID(id string) string {
 		}
 	}
 	return id
+}
+
+// statusResources is kubelet's convertContainerStatusResources: the spec's
+// resources (what was allocated), with the CPU and memory a running
+// instance reports in their place; a value it does not report keeps what
+// the last status said for the same running instance.
+func statusResources(spec *corev1.Container, s *corev1.ContainerStatus, cs *podsync.ContainerStatus, old *corev1.ContainerStatus) *corev1.ResourceRequirements {
+	if cs.State != podsync.ContainerStateRunning {
+		return spec.Resources.DeepCopy()
+	}
+	var oldRes corev1.ResourceRequirements
+	if old != nil && old.Resources != nil {
+		oldRes = *old.Resources
+	}
+	keep := func(name corev1.ResourceName, from, to corev1.ResourceList) {
+		if old != nil && old.State.Running != nil && s.ContainerID == old.ContainerID && from != nil {
+			if q, ok := from[name]; ok {
+				to[name] = q.DeepCopy()
+			}
+		}
+	}
+	res := spec.Resources.DeepCopy()
+	r := cs.Resources
+	if r == nil {
+		r = &podsync.ContainerResources{}
+	}
+	// kubelet's cm.MinMilliCPULimit and cm.MinShares.
+	const minMilliCPULimit, minShares = 10, 2
+	if res.Limits != nil {
+		if r.CPULimit != nil {
+			// Below the smallest effective limit both ways, the spec's
+			// value stays, so that the two compare equal.
+			if r.CPULimit.MilliValue() > minMilliCPULimit || res.Limits.Cpu().MilliValue() > minMilliCPULimit {
+				res.Limits[corev1.ResourceCPU] = r.CPULimit.DeepCopy()
+			}
+		} else {
+			keep(corev1.ResourceCPU, oldRes.Limits, res.Limits)
+		}
+		if r.MemoryLimit != nil {
+			res.Limits[corev1.ResourceMemory] = r.MemoryLimit.DeepCopy()
+		} else {
+			keep(corev1.ResourceMemory, oldRes.Limits, res.Limits)
+		}
+	}
+	if res.Requests != nil {
+		if r.CPURequest != nil {
+			if r.CPURequest.MilliValue() > minShares || res.Requests.Cpu().MilliValue() > minShares {
+				res.Requests[corev1.ResourceCPU] = r.CPURequest.DeepCopy()
+			}
+		} else {
+			keep(corev1.ResourceCPU, oldRes.Requests, res.Requests)
+		}
+		// The runtime reports no memory request (kubelet's MemoryRequest
+		// is never set from CRI), so the last status's value stays.
+		keep(corev1.ResourceMemory, oldRes.Requests, res.Requests)
+	}
+	return res
 }

@@ -35,8 +35,14 @@
 //
 // # Differences from kubelet
 //
-// Not built, as in podsync: in-place resize (no resize conditions, no
-// container resources in the status), RestartAllContainers (no
+// In-place resize: container statuses carry Resources (what the runtime
+// reports, kubelet's convertContainerStatusResources) and
+// AllocatedResources (the spec's requests); PodResizeInProgress is set
+// while podsync.ResizeInProgress holds, with reason Error after a failed
+// resize (Input.ResizeError). PodResizePending belongs to admission, which
+// is the caller's.
+//
+// Not built, as in podsync: RestartAllContainers (no
 // AllContainersRestarting condition), image volumes, container users and
 // stop signals, Windows. Kubelet, after a restart, reports a container
 // that was ready before as ready until its first readiness probe

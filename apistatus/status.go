@@ -46,12 +46,15 @@ type Reason struct {
 // failure to start it, kept until a start succeeds. It is safe for
 // concurrent use.
 type Reasons struct {
-	mu sync.Mutex
-	m  map[types.UID]map[string]Reason
+	mu     sync.Mutex
+	m      map[types.UID]map[string]Reason
+	resize map[types.UID]Reason
 }
 
 // NewReasons returns an empty cache.
-func NewReasons() *Reasons { return &Reasons{m: map[types.UID]map[string]Reason{}} }
+func NewReasons() *Reasons {
+	return &Reasons{m: map[types.UID]map[string]Reason{}, resize: map[types.UID]Reason{}}
+}
 
 // Update records a sync's start results, as kubelet's updateReasonCache:
 // a failed start sets its container's reason, a successful one clears it.
@@ -59,6 +62,14 @@ func (r *Reasons) Update(uid types.UID, result podsync.Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, sr := range result.Results {
+		if sr.Action == podsync.ActionResizePodInPlace {
+			if sr.Err == nil {
+				delete(r.resize, uid)
+			} else {
+				r.resize[uid] = Reason{Err: sr.Err, Message: sr.Message}
+			}
+			continue
+		}
 		if sr.Action != podsync.ActionStartContainer {
 			continue
 		}
@@ -71,6 +82,17 @@ func (r *Reasons) Update(uid types.UID, result podsync.Result) {
 		}
 		r.m[uid][sr.Target] = Reason{Err: sr.Err, Message: sr.Message}
 	}
+}
+
+// ResizeFor returns the pod's last in-place resize failure, nil when the
+// last resize succeeded or none failed.
+func (r *Reasons) ResizeFor(uid types.UID) *Reason {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rr, ok := r.resize[uid]; ok {
+		return &rr
+	}
+	return nil
 }
 
 // For returns a copy of a pod's reasons.
@@ -88,6 +110,7 @@ func (r *Reasons) For(uid types.UID) map[string]Reason {
 func (r *Reasons) Forget(uid types.UID) {
 	r.mu.Lock()
 	delete(r.m, uid)
+	delete(r.resize, uid)
 	r.mu.Unlock()
 }
 
@@ -120,6 +143,9 @@ type Input struct {
 	Terminal bool
 	// Now stamps a new start time and condition transitions (zero: now).
 	Now time.Time
+	// ResizeError is the last in-place resize failure (Reasons.ResizeFor);
+	// nil: none.
+	ResizeError *Reason
 }
 
 // PodStatus is kubelet's generateAPIPodStatus followed by what its status
@@ -191,6 +217,9 @@ func PodStatus(in Input) corev1.PodStatus {
 		if !byKubelet(cond.Type) {
 			s.Conditions = append(s.Conditions, cond)
 		}
+	}
+	if c := resizeCondition(pod, rs, &old, in.ResizeError, in.Terminal, now); c != nil {
+		s.Conditions = append(s.Conditions, *c)
 	}
 	if cond := findCondition(old.Conditions, corev1.DisruptionTarget); cond != nil {
 		s.Conditions = replaceOrAppend(s.Conditions, *cond)
@@ -381,3 +410,25 @@ func sortInit(pod *corev1.Pod, list []corev1.ContainerStatus) {
 }
 
 func names(list []string) string { return fmt.Sprintf("[%s]", strings.Join(list, " ")) }
+
+// resizeCondition is kubelet's PodResizeInProgress condition: present
+// while a running container does not yet run with its spec's resources,
+// with reason Error and the failure's message after a failed resize. Its
+// observed generation is the one the resize began at.
+func resizeCondition(pod *corev1.Pod, rs *podsync.PodStatus, old *corev1.PodStatus, failure *Reason, terminal bool, now time.Time) *corev1.PodCondition {
+	if terminal || !podsync.ResizeInProgress(pod, rs) {
+		return nil
+	}
+	c := &corev1.PodCondition{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue, ObservedGeneration: pod.Generation,
+		LastProbeTime: metav1.NewTime(now), LastTransitionTime: metav1.NewTime(now)}
+	if failure != nil {
+		c.Reason, c.Message = corev1.PodReasonError, failure.Message
+	}
+	if prev := findCondition(old.Conditions, corev1.PodResizeInProgress); prev != nil {
+		c.ObservedGeneration = prev.ObservedGeneration
+		if prev.Reason == c.Reason {
+			c.LastTransitionTime = prev.LastTransitionTime
+		}
+	}
+	return c
+}

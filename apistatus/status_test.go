@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testingclock "k8s.io/utils/clock/testing"
@@ -59,7 +60,7 @@ func (n *node) status(pod *corev1.Pod) corev1.PodStatus {
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	s := apistatus.PodStatus(apistatus.Input{Pod: pod, Status: st, Reasons: n.reasons.For(pod.UID), Previous: n.last,
+	s := apistatus.PodStatus(apistatus.Input{Pod: pod, Status: st, Reasons: n.reasons.For(pod.UID), ResizeError: n.reasons.ResizeFor(pod.UID), Previous: n.last,
 		HostIPs: []string{"10.0.0.1"}, Now: n.clk.Now()})
 	n.last = &s
 	return s
@@ -238,5 +239,65 @@ func TestReadinessGates(t *testing.T) {
 	}
 	if c := cond(s, "example.com/lb"); c.Status != corev1.ConditionTrue {
 		t.Fatal("the gate's own condition was dropped")
+	}
+}
+
+// In-place resize as a user sees it: allocated and actual resources in the
+// container status, PodResizeInProgress with reason Error while the resize
+// cannot be done (its generation the one it began at), gone once done.
+func TestResizeInStatus(t *testing.T) {
+	n := newNode(t)
+	pod := webPod()
+	pod.Spec.InitContainers = nil
+	pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+	}
+	n.sync(pod)
+	s := n.sync(pod)
+	if c := cond(s, corev1.PodResizeInProgress); c.Type != "" {
+		t.Fatalf("resize condition before any resize: %+v", c)
+	}
+	cs := s.ContainerStatuses[0]
+	if cs.Resources == nil || cs.Resources.Limits.Cpu().String() != "500m" || cs.AllocatedResources.Memory().String() != "64Mi" {
+		t.Fatalf("resources %+v allocated %+v", cs.Resources, cs.AllocatedResources)
+	}
+
+	// Lower memory below use: refused, in progress with the error.
+	st, _ := n.syncer.Status(context.Background(), pod)
+	if err := n.fake.SetMemoryUsage(st.FindContainerStatusByName("app").ID, 100<<20); err != nil {
+		t.Fatal(err)
+	}
+	pod = pod.DeepCopy()
+	pod.Generation = 4
+	pod.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("96Mi")
+	pod.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = resource.MustParse("1")
+	s = n.sync(pod)
+	c := cond(s, corev1.PodResizeInProgress)
+	if c.Status != corev1.ConditionTrue || c.Reason != corev1.PodReasonError || !strings.HasPrefix(c.Message, "cannot decrease memory limits") || c.ObservedGeneration != 4 {
+		t.Fatalf("condition %+v", c)
+	}
+	if got := s.ContainerStatuses[0].Resources.Limits.Cpu().String(); got != "500m" {
+		t.Fatalf("actual cpu limit %s before the resize", got)
+	}
+
+	// A newer generation keeps the generation the resize began at.
+	pod = pod.DeepCopy()
+	pod.Generation = 5
+	n.clk.Step(time.Second)
+	if c2 := cond(n.sync(pod), corev1.PodResizeInProgress); c2.ObservedGeneration != 4 || !c2.LastTransitionTime.Equal(&c.LastTransitionTime) {
+		t.Fatalf("condition %+v after %+v", c2, c)
+	}
+
+	// Use falls: the resize is done, the condition gone, the status shows it.
+	if err := n.fake.SetMemoryUsage(st.FindContainerStatusByName("app").ID, 10<<20); err != nil {
+		t.Fatal(err)
+	}
+	s = n.sync(pod)
+	if c := cond(s, corev1.PodResizeInProgress); c.Type != "" {
+		t.Fatalf("condition left: %+v", c)
+	}
+	if got := s.ContainerStatuses[0].Resources.Limits; got.Cpu().String() != "1" || got.Memory().String() != "96Mi" {
+		t.Fatalf("actual limits %v", got)
 	}
 }
