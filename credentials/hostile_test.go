@@ -59,9 +59,13 @@ func TestNewPluginKeyringValidates(t *testing.T) {
 			want: "providers.apiVersion: Unsupported value"},
 		{name: "no matchImages", cfg: cfgWith(func(p *kubeletconfig.CredentialProvider) { p.MatchImages = nil }, good()),
 			want: "providers.matchImages: Required value"},
-		{name: "tokenAttributes", cfg: cfgWith(func(p *kubeletconfig.CredentialProvider) {
+		{name: "incomplete tokenAttributes", cfg: cfgWith(func(p *kubeletconfig.CredentialProvider) {
 			p.TokenAttributes = &kubeletconfig.ServiceAccountTokenAttributes{ServiceAccountTokenAudience: "a"}
-		}, good()), want: "providers.tokenAttributes: Forbidden"},
+		}, good()), want: "providers.tokenAttributes.requireServiceAccount: Required value"},
+		{name: "tokenAttributes", cfg: cfgWith(func(p *kubeletconfig.CredentialProvider) {
+			p.TokenAttributes = &kubeletconfig.ServiceAccountTokenAttributes{ServiceAccountTokenAudience: "a",
+				CacheType: kubeletconfig.TokenServiceAccountTokenCacheType, RequireServiceAccount: new(bool)}
+		}, good()), want: "provider good has tokenAttributes: service account token mode is not supported by PluginKeyring yet"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

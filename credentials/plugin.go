@@ -19,6 +19,7 @@ import (
 	"net/url"
 
 	"golang.org/x/sync/singleflight"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletconfig "k8s.io/kubelet/config/v1"
@@ -48,8 +49,10 @@ var pluginAPIVersions = []string{pluginGroup + "/v1", pluginGroup + "/v1alpha1",
 // LoadPluginConfig reads a CredentialProviderConfig (YAML or JSON,
 // kubelet.config.k8s.io v1alpha1, v1beta1 or v1) from a file, or from every
 // .json, .yaml and .yml file of a directory in lexical order, decoding
-// strictly and validating as kubelet does. Service-account token mode
-// (tokenAttributes) is not supported and is rejected.
+// strictly and validating as kubelet does. tokenAttributes (service-account
+// token mode, KEP-4412) is validated as kubelet v1.36 validates it with
+// KubeletServiceAccountTokenForCredentialProviders on, and is an unknown
+// field in a v1alpha1 or v1beta1 document, as in kubelet.
 func LoadPluginConfig(path string) (*kubeletconfig.CredentialProviderConfig, error) {
 	if path == "" {
 		return nil, fmt.Errorf("%w: credential provider config path is empty", ErrPluginConfig)
@@ -111,13 +114,22 @@ func ParsePluginConfig(data []byte) (*kubeletconfig.CredentialProviderConfig, er
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrPluginConfig, err)
 	}
+	group, version, _ := strings.Cut(cfg.APIVersion, "/")
+	if group == configGroup && (version == "v1beta1" || version == "v1alpha1") {
+		// Decoded into v1's type, which alone has tokenAttributes: an
+		// unknown field to kubelet's v1alpha1 and v1beta1 decoders.
+		for i, p := range cfg.Providers {
+			if p.TokenAttributes != nil {
+				strictErrs = append(strictErrs, fmt.Errorf("unknown field %q", fmt.Sprintf("providers[%d].tokenAttributes", i)))
+			}
+		}
+	}
 	if len(strictErrs) > 0 {
 		return nil, fmt.Errorf("%w: strict decoding error: %v", ErrPluginConfig, errors.Join(strictErrs...))
 	}
 	if cfg.Kind != "CredentialProviderConfig" {
 		return nil, fmt.Errorf("%w: failed to decode %q (wrong Kind)", ErrPluginConfig, cfg.Kind)
 	}
-	group, version, _ := strings.Cut(cfg.APIVersion, "/")
 	if group != configGroup || (version != "v1" && version != "v1beta1" && version != "v1alpha1") {
 		return nil, fmt.Errorf("%w: failed to decode CredentialProviderConfig, unexpected Group: %s", ErrPluginConfig, cfg.APIVersion)
 	}
@@ -128,8 +140,8 @@ func ParsePluginConfig(data []byte) (*kubeletconfig.CredentialProviderConfig, er
 }
 
 // validatePluginConfig checks a config as kubelet's
-// validateCredentialProviderConfig does, with its messages; an empty name
-// and tokenAttributes (service-account token mode) are refused too.
+// validateCredentialProviderConfig does, with its messages, and refuses an
+// empty name too.
 func validatePluginConfig(cfg *kubeletconfig.CredentialProviderConfig) error {
 	var errs field.ErrorList
 	if len(cfg.Providers) == 0 {
@@ -178,10 +190,70 @@ func validatePluginConfig(cfg *kubeletconfig.CredentialProviderConfig) error {
 			errs = append(errs, field.Invalid(fp.Child("defaultCacheDuration"), p.DefaultCacheDuration.Duration.String(), "must be greater than or equal to 0"))
 		}
 		if p.TokenAttributes != nil {
-			errs = append(errs, field.Forbidden(fp.Child("tokenAttributes"), "service account token mode is not supported by podstart"))
+			errs = append(errs, validateTokenAttributes(fp.Child("tokenAttributes"), p.APIVersion, p.TokenAttributes)...)
 		}
 	}
 	return errs.ToAggregate()
+}
+
+// tokenCacheTypes are the cacheTypes kubelet accepts, sorted.
+var tokenCacheTypes = []string{string(kubeletconfig.ServiceAccountServiceAccountTokenCacheType), string(kubeletconfig.TokenServiceAccountTokenCacheType)}
+
+// validateTokenAttributes checks a provider's tokenAttributes as kubelet's
+// validateCredentialProviderConfig does with its feature gate
+// KubeletServiceAccountTokenForCredentialProviders on (beta and on by
+// default since v1.34), in its order and with its messages.
+func validateTokenAttributes(fp *field.Path, apiVersion string, t *kubeletconfig.ServiceAccountTokenAttributes) field.ErrorList {
+	var errs field.ErrorList
+	if t.ServiceAccountTokenAudience == "" {
+		errs = append(errs, field.Required(fp.Child("serviceAccountTokenAudience"), ""))
+	}
+	if t.RequireServiceAccount == nil {
+		errs = append(errs, field.Required(fp.Child("requireServiceAccount"), ""))
+	}
+	if apiVersion != cpv1.SchemeGroupVersion.String() {
+		errs = append(errs, field.Forbidden(fp, fmt.Sprintf("tokenAttributes is only supported for %s API version", cpv1.SchemeGroupVersion.String())))
+	}
+	if t.RequireServiceAccount != nil && !*t.RequireServiceAccount && len(t.RequiredServiceAccountAnnotationKeys) > 0 {
+		errs = append(errs, field.Forbidden(fp.Child("requiredServiceAccountAnnotationKeys"), "requireServiceAccount cannot be false when requiredServiceAccountAnnotationKeys is set"))
+	}
+	errs = append(errs, validateAnnotationKeys(fp.Child("requiredServiceAccountAnnotationKeys"), t.RequiredServiceAccountAnnotationKeys)...)
+	errs = append(errs, validateAnnotationKeys(fp.Child("optionalServiceAccountAnnotationKeys"), t.OptionalServiceAccountAnnotationKeys)...)
+	var both []string
+	for _, k := range t.RequiredServiceAccountAnnotationKeys {
+		if slices.Contains(t.OptionalServiceAccountAnnotationKeys, k) && !slices.Contains(both, k) {
+			both = append(both, k)
+		}
+	}
+	if len(both) > 0 {
+		sort.Strings(both)
+		errs = append(errs, field.Invalid(fp, both, "annotation keys cannot be both required and optional"))
+	}
+	switch {
+	case t.CacheType == "":
+		errs = append(errs, field.Required(fp.Child("cacheType"), "cacheType is required to be set when tokenAttributes is specified. Supported values are: "+strings.Join(tokenCacheTypes, ", ")))
+	case slices.Contains(tokenCacheTypes, string(t.CacheType)):
+	default:
+		errs = append(errs, field.NotSupported(fp.Child("cacheType"), t.CacheType, tokenCacheTypes))
+	}
+	return errs
+}
+
+// validateAnnotationKeys: each key is an annotation key (a qualified name,
+// case aside, as metadata.annotations are validated) and appears once.
+func validateAnnotationKeys(fp *field.Path, keys []string) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for _, k := range keys {
+		for _, msg := range content.IsLabelKey(strings.ToLower(k)) {
+			errs = append(errs, field.Invalid(fp, k, msg))
+		}
+		if seen[k] {
+			errs = append(errs, field.Duplicate(fp, k))
+		}
+		seen[k] = true
+	}
+	return errs
 }
 
 // PluginKeyring runs kubelet's exec credential provider plugins (KEP-2133):
@@ -218,8 +290,9 @@ type cacheEntry struct {
 
 // NewPluginKeyring validates cfg as ParsePluginConfig does (a nil config,
 // a provider without defaultCacheDuration, a name with '/' or that is '.'
-// or '..', a duplicate, an empty or unknown apiVersion, tokenAttributes are
-// all ErrPluginConfig) and checks that every provider's binary exists in
+// or '..', a duplicate, an empty or unknown apiVersion, invalid
+// tokenAttributes are all ErrPluginConfig), refuses tokenAttributes, which
+// it cannot run yet, and checks that every provider's binary exists in
 // binDir.
 func NewPluginKeyring(cfg *kubeletconfig.CredentialProviderConfig, binDir string, opts ...Option) (*PluginKeyring, error) {
 	if cfg == nil {
@@ -230,6 +303,11 @@ func NewPluginKeyring(cfg *kubeletconfig.CredentialProviderConfig, binDir string
 	}
 	if info, err := os.Stat(binDir); err != nil || !info.IsDir() {
 		return nil, fmt.Errorf("%w: plugin binary directory %s did not exist", ErrPluginConfig, binDir)
+	}
+	for _, p := range cfg.Providers {
+		if p.TokenAttributes != nil {
+			return nil, fmt.Errorf("%w: provider %s has tokenAttributes: service account token mode is not supported by PluginKeyring yet", ErrPluginConfig, p.Name)
+		}
 	}
 	o := newOptions(opts)
 	k := &PluginKeyring{}

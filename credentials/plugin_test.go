@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeletconfig "k8s.io/kubelet/config/v1"
 	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 )
 
 const pluginConfigYAML = `apiVersion: kubelet.config.k8s.io/v1
@@ -241,7 +244,11 @@ func TestPluginConfigValidation(t *testing.T) {
 		{"bad matchImage", base(strings.Replace(ok, `"*.io"`, `"%invalid%"`, 1)), `match image is invalid: parse "https://%invalid%": invalid URL escape "%in"`},
 		{"negative duration", base(strings.Replace(ok, "1m", "-1m", 1)), `"-1m0s": must be greater than or equal to 0`},
 		{"missing duration", base(strings.Replace(ok, "    defaultCacheDuration: 1m\n", "", 1)), "providers.defaultCacheDuration: Required value"},
-		{"token mode", base(ok + "    tokenAttributes:\n      serviceAccountTokenAudience: x\n"), "not supported"},
+		{"token mode", base(ok + "    tokenAttributes:\n      serviceAccountTokenAudience: x\n      cacheType: ServiceAccount\n      requireServiceAccount: true\n"), ""},
+		{"token mode incomplete", base(ok + "    tokenAttributes:\n      serviceAccountTokenAudience: x\n"),
+			"providers.tokenAttributes.requireServiceAccount: Required value, providers.tokenAttributes.cacheType: Required value"},
+		{"token mode, v1beta1 config", strings.Replace(base(ok+"    tokenAttributes:\n      serviceAccountTokenAudience: x\n"), "config.k8s.io/v1", "config.k8s.io/v1beta1", 1),
+			`strict decoding error: unknown field "providers[0].tokenAttributes"`},
 	}
 	for _, tt := range tests {
 		_, err := ParsePluginConfig([]byte(tt.doc))
@@ -254,6 +261,97 @@ func TestPluginConfigValidation(t *testing.T) {
 		if !errors.Is(err, ErrPluginConfig) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err = %v, want %q", tt.name, err, tt.want)
 		}
+	}
+}
+
+// TestValidateTokenAttributes: kubelet v1.36's
+// TestValidateCredentialProviderConfig cases for tokenAttributes
+// (pkg/credentialprovider/plugin/config_test.go), with its exact messages.
+func TestValidateTokenAttributes(t *testing.T) {
+	t.Parallel()
+	provider := func(apiVersion string, ta kubeletconfig.ServiceAccountTokenAttributes) *kubeletconfig.CredentialProviderConfig {
+		return &kubeletconfig.CredentialProviderConfig{Providers: []kubeletconfig.CredentialProvider{{
+			Name: "foobar", MatchImages: []string{"foobar.registry.io"}, DefaultCacheDuration: &metav1.Duration{Duration: time.Minute},
+			APIVersion: apiVersion, TokenAttributes: &ta,
+		}}}
+	}
+	const v1 = "credentialprovider.kubelet.k8s.io/v1"
+	const badKey = `Invalid value: "cantendwithadash-": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`
+	tests := []struct {
+		name string
+		cfg  *kubeletconfig.CredentialProviderConfig
+		want string
+	}{
+		{"empty audience", provider(v1, kubeletconfig.ServiceAccountTokenAttributes{
+			CacheType: kubeletconfig.TokenServiceAccountTokenCacheType, RequireServiceAccount: ptr.To(true),
+		}), `providers.tokenAttributes.serviceAccountTokenAudience: Required value`},
+		{"empty cacheType", provider(v1, kubeletconfig.ServiceAccountTokenAttributes{
+			ServiceAccountTokenAudience: "audience", RequireServiceAccount: ptr.To(true),
+		}), `providers.tokenAttributes.cacheType: Required value: cacheType is required to be set when tokenAttributes is specified. Supported values are: ServiceAccount, Token`},
+		{"invalid cacheType", provider(v1, kubeletconfig.ServiceAccountTokenAttributes{
+			ServiceAccountTokenAudience: "audience", CacheType: "invalid-cache-type", RequireServiceAccount: ptr.To(true),
+		}), `providers.tokenAttributes.cacheType: Unsupported value: "invalid-cache-type": supported values: "ServiceAccount", "Token"`},
+		{"no requireServiceAccount", provider(v1, kubeletconfig.ServiceAccountTokenAttributes{
+			ServiceAccountTokenAudience: "audience", CacheType: kubeletconfig.TokenServiceAccountTokenCacheType,
+		}), `providers.tokenAttributes.requireServiceAccount: Required value`},
+		{"required key not a qualified name", provider(v1, kubeletconfig.ServiceAccountTokenAttributes{
+			ServiceAccountTokenAudience: "audience", CacheType: kubeletconfig.TokenServiceAccountTokenCacheType, RequireServiceAccount: ptr.To(true),
+			RequiredServiceAccountAnnotationKeys: []string{"cantendwithadash-", "now-with-dashes/simple"},
+		}), `providers.tokenAttributes.requiredServiceAccountAnnotationKeys: ` + badKey},
+		{"optional key not a qualified name", provider(v1, kubeletconfig.ServiceAccountTokenAttributes{
+			ServiceAccountTokenAudience: "audience", CacheType: kubeletconfig.ServiceAccountServiceAccountTokenCacheType, RequireServiceAccount: ptr.To(true),
+			OptionalServiceAccountAnnotationKeys: []string{"cantendwithadash-", "now-with-dashes/simple"},
+		}), `providers.tokenAttributes.optionalServiceAccountAnnotationKeys: ` + badKey},
+		{"duplicate required keys", provider(v1, kubeletconfig.ServiceAccountTokenAttributes{
+			ServiceAccountTokenAudience: "audience", CacheType: kubeletconfig.TokenServiceAccountTokenCacheType, RequireServiceAccount: ptr.To(true),
+			RequiredServiceAccountAnnotationKeys: []string{"now-with-dashes/simple", "now-with-dashes/simple"},
+		}), `providers.tokenAttributes.requiredServiceAccountAnnotationKeys: Duplicate value: "now-with-dashes/simple"`},
+		{"duplicate optional keys", provider(v1, kubeletconfig.ServiceAccountTokenAttributes{
+			ServiceAccountTokenAudience: "audience", CacheType: kubeletconfig.ServiceAccountServiceAccountTokenCacheType, RequireServiceAccount: ptr.To(true),
+			OptionalServiceAccountAnnotationKeys: []string{"now-with-dashes/simple", "now-with-dashes/simple"},
+		}), `providers.tokenAttributes.optionalServiceAccountAnnotationKeys: Duplicate value: "now-with-dashes/simple"`},
+		{"key both required and optional", provider(v1, kubeletconfig.ServiceAccountTokenAttributes{
+			ServiceAccountTokenAudience: "audience", CacheType: kubeletconfig.TokenServiceAccountTokenCacheType, RequireServiceAccount: ptr.To(true),
+			RequiredServiceAccountAnnotationKeys: []string{"now-with-dashes/simple-1", "now-with-dashes/simple-2"},
+			OptionalServiceAccountAnnotationKeys: []string{"now-with-dashes/simple-2", "now-with-dashes/simple-3"},
+		}), `providers.tokenAttributes: Invalid value: ["now-with-dashes/simple-2"]: annotation keys cannot be both required and optional`},
+		{"required keys without requireServiceAccount", provider(v1, kubeletconfig.ServiceAccountTokenAttributes{
+			ServiceAccountTokenAudience: "audience", CacheType: kubeletconfig.ServiceAccountServiceAccountTokenCacheType, RequireServiceAccount: ptr.To(false),
+			RequiredServiceAccountAnnotationKeys: []string{"now-with-dashes/simple-1", "now-with-dashes/simple-2"},
+		}), `providers.tokenAttributes.requiredServiceAccountAnnotationKeys: Forbidden: requireServiceAccount cannot be false when requiredServiceAccountAnnotationKeys is set`},
+		{"valid", provider(v1, kubeletconfig.ServiceAccountTokenAttributes{
+			ServiceAccountTokenAudience: "audience", CacheType: kubeletconfig.TokenServiceAccountTokenCacheType, RequireServiceAccount: ptr.To(true),
+			RequiredServiceAccountAnnotationKeys: []string{"now-with-dashes/simple-1", "now-with-dashes/simple-2"},
+			OptionalServiceAccountAnnotationKeys: []string{"now-with-dashes/simple-3"},
+		}), ""},
+		{"v1alpha1 plugin API", provider("credentialprovider.kubelet.k8s.io/v1alpha1", kubeletconfig.ServiceAccountTokenAttributes{
+			ServiceAccountTokenAudience: "audience", CacheType: kubeletconfig.TokenServiceAccountTokenCacheType, RequireServiceAccount: ptr.To(true),
+			RequiredServiceAccountAnnotationKeys: []string{"now-with-dashes/simple"},
+		}), `providers.tokenAttributes: Forbidden: tokenAttributes is only supported for credentialprovider.kubelet.k8s.io/v1 API version`},
+		{"v1beta1 plugin API", provider("credentialprovider.kubelet.k8s.io/v1beta1", kubeletconfig.ServiceAccountTokenAttributes{
+			ServiceAccountTokenAudience: "audience", CacheType: kubeletconfig.ServiceAccountServiceAccountTokenCacheType, RequireServiceAccount: ptr.To(true),
+			RequiredServiceAccountAnnotationKeys: []string{"now-with-dashes/simple"},
+		}), `providers.tokenAttributes: Forbidden: tokenAttributes is only supported for credentialprovider.kubelet.k8s.io/v1 API version`},
+		// Not in kubelet's table: every rule at once, in kubelet's order.
+		{"all at once", provider("credentialprovider.kubelet.k8s.io/v1beta1", kubeletconfig.ServiceAccountTokenAttributes{
+			RequireServiceAccount: ptr.To(false), RequiredServiceAccountAnnotationKeys: []string{"a", "a"}, OptionalServiceAccountAnnotationKeys: []string{"a"},
+		}), `[providers.tokenAttributes.serviceAccountTokenAudience: Required value, ` +
+			`providers.tokenAttributes: Forbidden: tokenAttributes is only supported for credentialprovider.kubelet.k8s.io/v1 API version, ` +
+			`providers.tokenAttributes.requiredServiceAccountAnnotationKeys: Forbidden: requireServiceAccount cannot be false when requiredServiceAccountAnnotationKeys is set, ` +
+			`providers.tokenAttributes.requiredServiceAccountAnnotationKeys: Duplicate value: "a", ` +
+			`providers.tokenAttributes: Invalid value: ["a"]: annotation keys cannot be both required and optional, ` +
+			`providers.tokenAttributes.cacheType: Required value: cacheType is required to be set when tokenAttributes is specified. Supported values are: ServiceAccount, Token]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ""
+			if err := validatePluginConfig(tt.cfg); err != nil {
+				got = err.Error()
+			}
+			if got != tt.want {
+				t.Fatalf("got  %s\nwant %s", got, tt.want)
+			}
+		})
 	}
 }
 
