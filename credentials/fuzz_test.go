@@ -1,6 +1,7 @@
 package credentials
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeletconfig "k8s.io/kubelet/config/v1"
 )
@@ -71,13 +73,19 @@ func FuzzPluginConfig(f *testing.F) {
 		"p", "credentialprovider.kubelet.k8s.io/v1", "*.io", true)
 	f.Add([]byte("{}"), "../p", "", "[", false)
 	f.Add([]byte("providers: [{name: ..}]"), "..", "credentialprovider.kubelet.k8s.io/v1beta1", "reg.io:5000/x", true)
+	f.Add([]byte("apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n  - {name: p, matchImages: [\"*.io\"], defaultCacheDuration: 1m, apiVersion: credentialprovider.kubelet.k8s.io/v1, tokenAttributes: {serviceAccountTokenAudience: a, cacheType: Token, requireServiceAccount: false, optionalServiceAccountAnnotationKeys: [a/b]}}\n"),
+		"p", "credentialprovider.kubelet.k8s.io/v1", "*.io", true)
 	f.Fuzz(func(t *testing.T, doc []byte, name, apiVersion, match string, withDuration bool) {
 		bin := t.TempDir()
 		if err := os.WriteFile(filepath.Join(bin, "p"), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		check := func(cfg *kubeletconfig.CredentialProviderConfig) {
-			k, err := NewPluginKeyring(cfg, bin)
+			k, err := NewPluginKeyring(cfg, bin, WithServiceAccounts(
+				func(context.Context, string, string) (*corev1.ServiceAccount, error) {
+					return &corev1.ServiceAccount{}, nil
+				},
+				func(context.Context, ServiceAccountTokenRequest) (string, error) { return "", nil }))
 			if err != nil {
 				if !errors.Is(err, ErrPluginConfig) {
 					t.Fatalf("error %v is not ErrPluginConfig", err)
@@ -85,7 +93,7 @@ func FuzzPluginConfig(f *testing.F) {
 				return
 			}
 			for _, p := range k.providers {
-				if p.cfg.DefaultCacheDuration == nil || filepath.Dir(p.path) != filepath.Clean(bin) {
+				if p.cfg.DefaultCacheDuration == nil || filepath.Dir(p.path) != filepath.Clean(bin) || (p.cfg.TokenAttributes != nil) != (p.token != nil) {
 					t.Fatalf("accepted provider %+v at %s", p.cfg, p.path)
 				}
 			}

@@ -62,10 +62,10 @@ func TestNewPluginKeyringValidates(t *testing.T) {
 		{name: "incomplete tokenAttributes", cfg: cfgWith(func(p *kubeletconfig.CredentialProvider) {
 			p.TokenAttributes = &kubeletconfig.ServiceAccountTokenAttributes{ServiceAccountTokenAudience: "a"}
 		}, good()), want: "providers.tokenAttributes.requireServiceAccount: Required value"},
-		{name: "tokenAttributes", cfg: cfgWith(func(p *kubeletconfig.CredentialProvider) {
+		{name: "tokenAttributes without WithServiceAccounts", cfg: cfgWith(func(p *kubeletconfig.CredentialProvider) {
 			p.TokenAttributes = &kubeletconfig.ServiceAccountTokenAttributes{ServiceAccountTokenAudience: "a",
 				CacheType: kubeletconfig.TokenServiceAccountTokenCacheType, RequireServiceAccount: new(bool)}
-		}, good()), want: "provider good has tokenAttributes: service account token mode is not supported by PluginKeyring yet"},
+		}, good()), want: "provider good has tokenAttributes: service account token mode needs"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,6 +31,10 @@ type Source struct {
 	Namespace string // secret namespace
 	Name      string // secret name, helper name or plugin name
 	UID       string // secret UID
+	// ServiceAccount is, for a plugin in service-account token mode, the
+	// service account whose token the plugin was given (kubelet's
+	// ServiceAccountCoordinates); zero otherwise.
+	ServiceAccount ServiceAccountRef
 }
 
 // String names the source for people, e.g. "secret ns/name".
@@ -43,6 +47,9 @@ func (s Source) String() string {
 	case SourceHelper:
 		return "credential helper " + s.Name
 	case SourcePlugin:
+		if s.ServiceAccount.Name != "" {
+			return "credential provider plugin " + s.Name + " for service account " + s.ServiceAccount.Namespace + "/" + s.ServiceAccount.Name
+		}
 		return "credential provider plugin " + s.Name
 	}
 	return "unknown source"

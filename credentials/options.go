@@ -17,6 +17,9 @@ type options struct {
 	helperTimeout time.Duration
 	pluginTimeout time.Duration
 	onError       func(source string, err error)
+
+	getServiceAccount ServiceAccountFunc
+	getToken          ServiceAccountTokenFunc
 }
 
 // DefaultCacheLifetime is how long the node keyring keeps what it read, as

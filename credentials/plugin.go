@@ -263,14 +263,22 @@ func validateAnnotationKeys(fp *field.Path, keys []string) field.ErrorList {
 // returned credentials as a keyring would. Concurrent lookups of one image
 // share one run. Failures give no credentials, as in kubelet; they reach
 // WithErrorHandler.
+//
+// A provider with tokenAttributes runs in service-account token mode
+// (KEP-4412): LookupForPod and ForPod give it a token of the pod's service
+// account, bound to the pod, and the service account annotations it asks
+// for, and cache its answers per service account (cacheType
+// ServiceAccount) or per token (cacheType Token). Lookup is a lookup for a
+// pod without a service account.
 type PluginKeyring struct {
 	providers []*pluginProvider
 }
 
 type pluginProvider struct {
-	cfg  kubeletconfig.CredentialProvider
-	path string
-	o    options
+	cfg   kubeletconfig.CredentialProvider
+	path  string
+	o     options
+	token *tokenMode // nil unless the provider has tokenAttributes
 
 	group    singleflight.Group
 	inflight atomic.Int32 // lookups waiting on group, for tests
@@ -291,9 +299,9 @@ type cacheEntry struct {
 // NewPluginKeyring validates cfg as ParsePluginConfig does (a nil config,
 // a provider without defaultCacheDuration, a name with '/' or that is '.'
 // or '..', a duplicate, an empty or unknown apiVersion, invalid
-// tokenAttributes are all ErrPluginConfig), refuses tokenAttributes, which
-// it cannot run yet, and checks that every provider's binary exists in
-// binDir.
+// tokenAttributes are all ErrPluginConfig) and checks that every
+// provider's binary exists in binDir. A provider with tokenAttributes
+// needs WithServiceAccounts.
 func NewPluginKeyring(cfg *kubeletconfig.CredentialProviderConfig, binDir string, opts ...Option) (*PluginKeyring, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("%w: config is nil", ErrPluginConfig)
@@ -301,31 +309,48 @@ func NewPluginKeyring(cfg *kubeletconfig.CredentialProviderConfig, binDir string
 	if err := validatePluginConfig(cfg); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrPluginConfig, err)
 	}
+	o := newOptions(opts)
+	for _, p := range cfg.Providers {
+		if p.TokenAttributes != nil && (o.getServiceAccount == nil || o.getToken == nil) {
+			return nil, fmt.Errorf("%w: provider %s has tokenAttributes: service account token mode needs the service account and token functions of WithServiceAccounts", ErrPluginConfig, p.Name)
+		}
+	}
 	if info, err := os.Stat(binDir); err != nil || !info.IsDir() {
 		return nil, fmt.Errorf("%w: plugin binary directory %s did not exist", ErrPluginConfig, binDir)
 	}
-	for _, p := range cfg.Providers {
-		if p.TokenAttributes != nil {
-			return nil, fmt.Errorf("%w: provider %s has tokenAttributes: service account token mode is not supported by PluginKeyring yet", ErrPluginConfig, p.Name)
-		}
-	}
-	o := newOptions(opts)
 	k := &PluginKeyring{}
 	for _, p := range cfg.Providers {
 		path := filepath.Join(binDir, p.Name)
 		if info, err := os.Stat(path); err != nil || info.IsDir() {
 			return nil, fmt.Errorf("%w: plugin binary executable %s did not exist", ErrPluginConfig, path)
 		}
-		k.providers = append(k.providers, &pluginProvider{cfg: p, path: path, o: o, cache: map[string]cacheEntry{}})
+		k.providers = append(k.providers, &pluginProvider{cfg: p, path: path, o: o, token: newTokenMode(p.TokenAttributes, o), cache: map[string]cacheEntry{}})
 	}
 	return k, nil
 }
 
-// Lookup implements Keyring.
+// Lookup implements Keyring. It is LookupForPod for a pod without a
+// service account: providers in service-account token mode run without a
+// token if their requireServiceAccount is false, and not at all otherwise.
 func (k *PluginKeyring) Lookup(image string) ([]AuthConfig, bool) {
+	return k.LookupForPod(context.Background(), PodRef{}, image)
+}
+
+// LookupForPod looks image up for pod, as kubelet's per-pod plugin keyring
+// does. A provider in service-account token mode, for a pod with a
+// service account, gets the service account (ServiceAccountFunc) and, if
+// it has every annotation of requiredServiceAccountAnnotationKeys, a token
+// for it (ServiceAccountTokenFunc), with ctx; the plugin's request carries
+// the token and the required and present optional annotations. A pod
+// without a service account is looked up as by Lookup. The credentials'
+// Source names the service account whose token was used.
+func (k *PluginKeyring) LookupForPod(ctx context.Context, pod PodRef, image string) ([]AuthConfig, bool) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	var out []AuthConfig
 	for _, p := range k.providers {
-		cfg := p.provide(image)
+		cfg := p.provide(ctx, pod, image)
 		if len(cfg) == 0 {
 			continue
 		}
@@ -337,13 +362,48 @@ func (k *PluginKeyring) Lookup(image string) ([]AuthConfig, bool) {
 	return out, len(out) > 0
 }
 
-func (p *pluginProvider) provide(image string) DockerConfig {
+// ForPod returns a Keyring whose Lookup is LookupForPod(ctx, pod, image),
+// as kubelet builds one plugin keyring per pod: it goes where a node
+// keyring goes, e.g. MakeKeyring(secrets, Union{node, plugins.ForPod(ctx,
+// pod)}). ctx reaches the functions of WithServiceAccounts on every
+// lookup, so it should last as long as the pod's pulls.
+func (k *PluginKeyring) ForPod(ctx context.Context, pod PodRef) Keyring {
+	return &podPluginKeyring{k: k, ctx: ctx, pod: pod}
+}
+
+type podPluginKeyring struct {
+	k   *PluginKeyring
+	ctx context.Context
+	pod PodRef
+}
+
+func (p *podPluginKeyring) Lookup(image string) ([]AuthConfig, bool) {
+	return p.k.LookupForPod(p.ctx, p.pod, image)
+}
+
+func (p *pluginProvider) provide(ctx context.Context, pod PodRef, image string) DockerConfig {
 	matched := false
 	for _, m := range p.cfg.MatchImages {
 		matched = matched || urlsMatchStr(m, image)
 	}
 	if !matched {
 		return nil
+	}
+	var sa *saRequest
+	if p.token != nil {
+		var err error
+		sa, err = p.token.resolve(ctx, pod)
+		if errors.Is(err, errSkip) {
+			return nil
+		}
+		if err != nil {
+			p.report(pod, fmt.Errorf("image %s: %w", image, err))
+			return nil
+		}
+	}
+	var saKey, saFlight string
+	if sa != nil {
+		saKey, saFlight = sa.cacheKey, sa.flightKey
 	}
 	registry, _, _ := strings.Cut(image, "/")
 	now := p.o.clock.Now()
@@ -358,7 +418,8 @@ func (p *pluginProvider) provide(image string) DockerConfig {
 		}
 		p.purged = now
 	}
-	for _, key := range []string{image, registry, globalCacheKey} {
+	for _, base := range []string{image, registry, globalCacheKey} {
+		key := cacheKey(base, saKey)
 		if e, ok := p.cache[key]; ok {
 			if now.Before(e.expires) {
 				p.mu.Unlock()
@@ -369,20 +430,36 @@ func (p *pluginProvider) provide(image string) DockerConfig {
 	}
 	p.mu.Unlock()
 	p.inflight.Add(1)
-	v, err, _ := p.group.Do(image, func() (any, error) { return p.exec(image, registry) })
+	v, err, _ := p.group.Do(cacheKey(image, saFlight), func() (any, error) { return p.exec(image, registry, sa) })
 	p.inflight.Add(-1)
 	if err != nil {
-		p.o.onError("credential provider plugin "+p.cfg.Name, err)
+		p.report(pod, err)
 		return nil
 	}
 	return v.(DockerConfig)
 }
 
-func (p *pluginProvider) exec(image, registry string) (DockerConfig, error) {
-	req, _ := json.Marshal(cpv1.CredentialProviderRequest{
+// report hands err to the error handler; in service-account token mode it
+// names the pod and service account, as kubelet's log line does.
+func (p *pluginProvider) report(pod PodRef, err error) {
+	if p.token != nil && pod.ServiceAccountName != "" {
+		err = fmt.Errorf("pod %s/%s (UID %s), service account %s/%s: %w", pod.Namespace, pod.Name, pod.UID, pod.Namespace, pod.ServiceAccountName, err)
+	}
+	p.o.onError("credential provider plugin "+p.cfg.Name, err)
+}
+
+func (p *pluginProvider) exec(image, registry string, sa *saRequest) (DockerConfig, error) {
+	request := cpv1.CredentialProviderRequest{
 		TypeMeta: metaType("CredentialProviderRequest", p.cfg.APIVersion),
 		Image:    image,
-	})
+	}
+	var saKey, token string
+	source := Source{Kind: SourcePlugin, Name: p.cfg.Name}
+	if sa != nil {
+		request.ServiceAccountToken, request.ServiceAccountAnnotations = sa.token, sa.annotations
+		saKey, token, source.ServiceAccount = sa.cacheKey, sa.token, sa.ref
+	}
+	req, _ := json.Marshal(request)
 	ctx, cancel := context.WithTimeout(context.Background(), p.o.pluginTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, p.path, p.cfg.Args...)
@@ -400,24 +477,32 @@ func (p *pluginProvider) exec(image, registry string) (DockerConfig, error) {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("timed out after %s", p.o.pluginTimeout)
 		}
-		return nil, fmt.Errorf("%w: error execing credential provider plugin %s for image %s: %v: %s", ErrPluginFailed, p.cfg.Name, image, err, summarize(stderr.Bytes()))
+		return nil, fmt.Errorf("%w: error execing credential provider plugin %s for image %s: %v: %s", ErrPluginFailed, p.cfg.Name, image, err, summarize(redactToken(stderr.Bytes(), token)))
 	}
 	resp, err := p.decode(stdout.Bytes())
 	if err != nil {
 		return nil, err
 	}
+	if token != "" && p.token.cacheType != kubeletconfig.TokenServiceAccountTokenCacheType {
+		// Only credentials cached per token may be the token itself.
+		for _, a := range resp.Auth {
+			if a.Password == token {
+				return nil, fmt.Errorf("%w: credential provider plugin returned the service account token as the password which is not allowed when service account cache type is not set to 'Token'", ErrPluginResponse)
+			}
+		}
+	}
 	cfg := DockerConfig{}
 	for key, a := range resp.Auth {
-		cfg[key] = DockerConfigEntry{Username: a.Username, Password: a.Password, Source: Source{Kind: SourcePlugin, Name: p.cfg.Name}}
+		cfg[key] = DockerConfigEntry{Username: a.Username, Password: a.Password, Source: source}
 	}
-	var cacheKey string
+	var base string
 	switch resp.CacheKeyType {
 	case cpv1.ImagePluginCacheKeyType:
-		cacheKey = image
+		base = image
 	case cpv1.RegistryPluginCacheKeyType:
-		cacheKey = registry
+		base = registry
 	case cpv1.GlobalPluginCacheKeyType:
-		cacheKey = globalCacheKey
+		base = globalCacheKey
 	default:
 		return nil, fmt.Errorf("%w from plugin %s: unknown cacheKeyType %q", ErrPluginResponse, p.cfg.Name, resp.CacheKeyType)
 	}
@@ -427,7 +512,7 @@ func (p *pluginProvider) exec(image, registry string) (DockerConfig, error) {
 	}
 	if duration > 0 {
 		p.mu.Lock()
-		p.cache[cacheKey] = cacheEntry{cfg: cfg, expires: p.o.clock.Now().Add(duration)}
+		p.cache[cacheKey(base, saKey)] = cacheEntry{cfg: cfg, expires: p.o.clock.Now().Add(duration)}
 		p.mu.Unlock()
 	}
 	return cfg, nil

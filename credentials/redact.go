@@ -72,6 +72,16 @@ func (k *PluginKeyring) Format(f fmt.State, _ rune) {
 	fmt.Fprintf(f, "PluginKeyring{providers: %q, credentials redacted}", names)
 }
 
+// Format prints the providers' names and the pod, never credentials,
+// tokens or the context's values.
+func (p *podPluginKeyring) Format(f fmt.State, _ rune) {
+	if p == nil {
+		io.WriteString(f, "PluginKeyring(nil)")
+		return
+	}
+	fmt.Fprintf(f, "%v for pod %s/%s (service account %q)", p.k, p.pod.Namespace, p.pod.Name, p.pod.ServiceAccountName)
+}
+
 // Format prints each keyring as it prints itself with %v; a keyring of
 // another package is named by its type only.
 func (u Union) Format(f fmt.State, _ rune) {
@@ -84,7 +94,7 @@ func (u Union) Format(f fmt.State, _ rune) {
 		switch k.(type) {
 		case nil:
 			b.WriteString("nil")
-		case *BasicKeyring, *NodeKeyring, *PluginKeyring, Union:
+		case *BasicKeyring, *NodeKeyring, *PluginKeyring, *podPluginKeyring, Union:
 			fmt.Fprintf(&b, "%v", k)
 		default:
 			fmt.Fprintf(&b, "%T", k)
