@@ -61,7 +61,48 @@
 // client with a timeout, since docker/cli's native store cannot stop a hung
 // helper; PluginKeyring runs exec credential provider plugins (KEP-2133)
 // with cache key types, cache durations, coalesced concurrent runs and a
-// timeout. Service-account token mode for plugins is not supported.
+// timeout.
+//
+// # Service-account token mode (KEP-4412)
+//
+// A plugin provider with tokenAttributes (kubelet's
+// KubeletServiceAccountTokenForCredentialProviders, beta and on by default
+// since v1.34; credentialprovider.kubelet.k8s.io/v1 only) is given, with
+// each request, a token of the pod's service account for the configured
+// audience, bound to the pod, and the service account's annotations that
+// requiredServiceAccountAnnotationKeys and
+// optionalServiceAccountAnnotationKeys name. This package has no API
+// client: WithServiceAccounts supplies the service account
+// (ServiceAccountFunc; kubelet reads the ServiceAccount object) and the
+// token (ServiceAccountTokenFunc; kubelet's TokenRequest, which
+// ServiceAccountTokenRequest.TokenRequest builds). A lookup for a pod
+// names it with a PodRef: PluginKeyring.LookupForPod, or ForPod for a
+// Keyring to pass where a node keyring goes; Lookup is a lookup for a pod
+// without a service account. As in kubelet v1.36:
+//
+//   - no service account: the plugin runs without a token if
+//     requireServiceAccount is false, and not at all (no error) if true;
+//   - a required annotation missing: the plugin does not run; the error
+//     (ErrRequiredAnnotation) reaches WithErrorHandler, where kubelet logs
+//     it at verbosity 5, since a required annotation is how workloads opt
+//     in;
+//   - the service account or token cannot be had: no credentials, an
+//     ErrServiceAccount error wrapping the caller's;
+//   - answers are cached under the image, registry or global key plus the
+//     service account's namespace, name, UID and the annotations sent, and
+//     with cacheType Token also the token's SHA-256, so that every new
+//     token (each pod, each refresh) runs the plugin again, while
+//     cacheType ServiceAccount shares the answer among the pods of one
+//     service account;
+//   - a token is requested on every lookup, cached or not, so the token
+//     function should reuse a fresh token as kubelet's token manager does;
+//   - a plugin that returns the token as a password is refused unless
+//     cacheType is Token.
+//
+// Credentials from a token-mode plugin name the service account in their
+// Source. The token goes only to the plugin's stdin: it is never in an
+// error (a plugin's stderr has it replaced before being summarised), nor
+// in what any type of this package prints, and cache keys hold its hash.
 //
 // # Logs
 //
