@@ -1,6 +1,7 @@
 package credentials_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,4 +40,58 @@ func ExampleMakeKeyring() {
 	// Output:
 	// ci from secret regcred
 	// node from node-file
+}
+
+// A plugin in service-account token mode (KEP-4412): the caller supplies
+// the pod's service account and a token for it (kubelet asks the API
+// server), and looks images up for a pod.
+func ExamplePluginKeyring_ForPod() {
+	dir, _ := os.MkdirTemp("", "plugins")
+	defer os.RemoveAll(dir)
+	// A plugin that answers with the identity annotation it was given.
+	os.WriteFile(filepath.Join(dir, "ecr-token"), []byte(`#!/bin/sh
+id=$(sed -n 's/.*"example.com\/role":"\([^"]*\)".*/\1/p')
+echo '{"kind":"CredentialProviderResponse","apiVersion":"credentialprovider.kubelet.k8s.io/v1","cacheKeyType":"Registry","auth":{"*.registry.example.com":{"username":"'"$id"'","password":"short-lived"}}}'
+`), 0o755)
+	cfg, err := credentials.ParsePluginConfig([]byte(`apiVersion: kubelet.config.k8s.io/v1
+kind: CredentialProviderConfig
+providers:
+  - name: ecr-token
+    matchImages: ["*.registry.example.com"]
+    defaultCacheDuration: 10m
+    apiVersion: credentialprovider.kubelet.k8s.io/v1
+    tokenAttributes:
+      serviceAccountTokenAudience: registry.example.com
+      cacheType: ServiceAccount
+      requireServiceAccount: true
+      requiredServiceAccountAnnotationKeys: [example.com/role]
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	getSA := func(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error) {
+		// e.g. a lister's ServiceAccounts(namespace).Get(name)
+		return &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: "7c9e6679-7425-40de-944b-e07fc1f90ae7",
+			Annotations: map[string]string{"example.com/role": "puller-" + name}}}, nil
+	}
+	getToken := func(ctx context.Context, r credentials.ServiceAccountTokenRequest) (string, error) {
+		// e.g. client.CoreV1().ServiceAccounts(r.Namespace).CreateToken(ctx,
+		// r.ServiceAccountName, r.TokenRequest(), metav1.CreateOptions{}),
+		// reused while fresh.
+		return "a-bound-token", nil
+	}
+	plugins, err := credentials.NewPluginKeyring(cfg, dir, credentials.WithServiceAccounts(getSA, getToken))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	pod := credentials.PodRef{Namespace: "shop", Name: "web-7d4f", UID: "b9f5c1e2-0d7a-4c3e-8f21-6a0e4d2c9b11", ServiceAccountName: "web"}
+	keyring := plugins.ForPod(context.Background(), pod) // or Union{node, ...} as MakeKeyring's node keyring
+	creds, _ := keyring.Lookup("eu.registry.example.com/shop/web")
+	for _, c := range creds {
+		fmt.Println(c.Username, "from", c.Source)
+	}
+	// Output:
+	// puller-web from credential provider plugin ecr-token for service account shop/web
 }
