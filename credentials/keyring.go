@@ -1,6 +1,7 @@
 package credentials
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/url"
@@ -335,6 +336,32 @@ func isDefaultRegistryMatch(image string) bool {
 // keyrings are skipped and a keyring's own found flag is ignored, as in
 // kubelet's unionDockerKeyring.
 type Union []Keyring
+
+// PodKeyring is a Keyring whose answers depend on the pod that pulls: a
+// PluginKeyring with a provider in service-account token mode, or a Union
+// holding one. The images package narrows it to the pod (ForPod) before
+// each lookup.
+type PodKeyring interface {
+	Keyring
+	ForPod(ctx context.Context, pod PodRef) Keyring
+}
+
+var (
+	_ PodKeyring = (*PluginKeyring)(nil)
+	_ PodKeyring = Union(nil)
+)
+
+// ForPod returns u with every PodKeyring in it narrowed to pod.
+func (u Union) ForPod(ctx context.Context, pod PodRef) Keyring {
+	out := make(Union, len(u))
+	for i, k := range u {
+		if pk, ok := k.(PodKeyring); ok {
+			k = pk.ForPod(ctx, pod)
+		}
+		out[i] = k
+	}
+	return out
+}
 
 // Lookup implements Keyring.
 func (u Union) Lookup(image string) ([]AuthConfig, bool) {

@@ -13,6 +13,9 @@
 //     unknown policy pulls.
 //   - Credentials: the pod's pull secrets, then the node keyring
 //     (credentials.MakeKeyring), looked up by the normalised repository;
+//     a node keyring that answers per pod (credentials.PodKeyring: exec
+//     plugins in service-account token mode, KEP-4412) is narrowed to the
+//     pulling pod and its service account first;
 //     every matching credential is tried in order until one works (at
 //     most DefaultMaxPullAttempts per pull, WithMaxPullAttempts; kubelet
 //     tries them all, which a large pull secret turns into thousands of

@@ -250,7 +250,12 @@ func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, contai
 	}
 
 	// Keyrings look up the normalised repository, not the user's string.
-	keyring, err := m.secrets.MakeKeyring(pullSecrets, m.o.node)
+	node := m.o.node
+	if pk, ok := node.(credentials.PodKeyring); ok && pod != nil {
+		// A plugin in service-account token mode answers for this pod.
+		node = pk.ForPod(ctx, credentials.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, ServiceAccountName: pod.Spec.ServiceAccountName})
+	}
+	keyring, err := m.secrets.MakeKeyring(pullSecrets, node)
 	if err != nil {
 		// A malformed pull secret: the error names the secret, never its
 		// content. Not a pull, so no back-off.

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -463,5 +464,50 @@ func TestDifferentCredentialMessagesAreErrImagePull(t *testing.T) {
 func waitFor(cond func() bool) {
 	for !cond() {
 		goruntime.Gosched()
+	}
+}
+
+// perPod answers only for the pod whose service account it names, as a
+// plugin in service-account token mode does; it records who asked.
+type perPod struct {
+	mu    sync.Mutex
+	asked []credentials.PodRef
+	sa    string
+	node  credentials.Keyring
+}
+
+func (p *perPod) Lookup(string) ([]credentials.AuthConfig, bool) { return nil, false }
+
+func (p *perPod) ForPod(_ context.Context, pod credentials.PodRef) credentials.Keyring {
+	p.mu.Lock()
+	p.asked = append(p.asked, pod)
+	p.mu.Unlock()
+	if pod.ServiceAccountName == p.sa {
+		return p.node
+	}
+	return credentials.Union{}
+}
+
+// A node keyring whose answers depend on the pod (credentials.PodKeyring,
+// KEP-4412's plugins) is asked for the pulling pod, through a Union too.
+func TestNodeKeyringForPod(t *testing.T) {
+	const reg = "registry.example.com:5000"
+	p := &perPod{sa: "puller", node: nodeKeyring(reg, "u", "right")}
+	rt := fake.New(fake.WithRegistryAuth(reg, "u", "right"))
+	m := NewManager(rt, WithNodeKeyring(credentials.Union{p}))
+	defer m.Close()
+	for _, sa := range []string{"other", "puller"} {
+		pod, c := testPod(reg+"/team/app:1", corev1.PullAlways)
+		pod.Spec.ServiceAccountName = sa
+		pod.UID = types.UID("uid-" + sa)
+		_, _, err := m.EnsureImageExists(context.Background(), pod, c, nil, nil)
+		if sa == "other" && !errors.Is(err, runtime.ErrUnauthorized) || sa == "puller" && err != nil {
+			t.Fatalf("service account %s: %v", sa, err)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.asked) != 2 || p.asked[1].ServiceAccountName != "puller" || p.asked[1].UID == "" || p.asked[1].Namespace == "" || p.asked[1].Name == "" {
+		t.Fatalf("asked %+v", p.asked)
 	}
 }
