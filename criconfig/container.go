@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -69,6 +70,17 @@ func ContainerConfig(in Container, node Node) (*runtimeapi.ContainerConfig, erro
 	if err != nil {
 		return nil, err
 	}
+	mounts := in.Mounts
+	if u := sc.GetNamespaceOptions().GetUsernsOptions(); u.GetMode() == runtimeapi.NamespaceMode_POD {
+		// Kubelet's applyPlatformSpecificContainerConfig: every mount is
+		// ID-mapped as the pod's user namespace.
+		mounts = make([]*runtimeapi.Mount, len(in.Mounts))
+		for i, m := range in.Mounts {
+			cp := proto.Clone(m).(*runtimeapi.Mount)
+			cp.UidMappings, cp.GidMappings = u.Uids, u.Gids
+			mounts[i] = cp
+		}
+	}
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(in.RestartCount)},
 		Image:       &runtimeapi.ImageSpec{Image: in.ImageRef, UserSpecifiedImage: c.Image},
@@ -78,7 +90,7 @@ func ContainerConfig(in Container, node Node) (*runtimeapi.ContainerConfig, erro
 		Labels:      ContainerLabels(pod, c),
 		Annotations: ContainerAnnotations(pod, c, in.RestartCount),
 		Devices:     in.Devices,
-		Mounts:      in.Mounts,
+		Mounts:      mounts,
 		LogPath:     filepath.Join(c.Name, strconv.Itoa(in.RestartCount)+".log"),
 		Stdin:       c.Stdin,
 		StdinOnce:   c.StdinOnce,

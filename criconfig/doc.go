@@ -52,8 +52,11 @@
 // ignored. The list is Refusals:
 //
 //   - spec.os.name: windows;
-//   - spec.hostUsers: false (user namespaces; kubelet's own message when the
-//     runtime lacks them, as containerd 1.6 does);
+//   - spec.hostUsers: false on a node whose runtime lacks user namespaces
+//     (Node.UserNamespaces false, as containerd 1.6; kubelet's own
+//     message) or without a Node.UserNamespaceMapper; with both, the
+//     sandbox and containers get the pod's mapping (mode POD) and every
+//     mount is ID-mapped, as kubelet sends them;
 //   - spec.resourceClaims, containers' resources.claims (DRA);
 //   - volumeDevices (raw block volumes);
 //   - windowsOptions.hostProcess;

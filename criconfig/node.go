@@ -2,6 +2,7 @@ package criconfig
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // Node is what kubelet takes from its configuration and flags and the
@@ -48,8 +49,13 @@ type Node struct {
 	// a limit for each, 0 unless requested).
 	HugePageSizes []int64
 	// UserNamespaces: the runtime supports user namespaces (hostUsers:
-	// false). containerd 1.6 does not.
+	// false; its handler reports the user_namespaces feature in CRI
+	// Status). containerd 1.6 does not.
 	UserNamespaces bool
+	// UserNamespaceMapper gives a pod with hostUsers: false its ID mapping
+	// (kubelet's user-namespace manager; podsync.UserNamespaces is one).
+	// Without it such a pod is refused.
+	UserNamespaceMapper UserNamespaceMapper
 	// AppArmorEnabled: the host enforces AppArmor. Without it, kubelet
 	// refuses every profile but Unconfined.
 	AppArmorEnabled bool
@@ -109,3 +115,9 @@ func (n Node) maskedPaths() []string {
 }
 
 func (n Node) cgroupsPerQOS() bool { return n.CgroupsPerQOS == nil || *n.CgroupsPerQOS }
+
+// UserNamespaceMapper allocates a pod's user-namespace ID mapping: the
+// same for the pod's whole life, disjoint from every other pod's.
+type UserNamespaceMapper interface {
+	UserNamespace(pod *corev1.Pod) (*runtimeapi.UserNamespace, error)
+}

@@ -121,9 +121,14 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, node Node) (*runtimeapi.PodS
 		}
 		lc.SecurityContext.SelinuxOptions = seLinux(sc.SELinuxOptions)
 	} else if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
-		if _, err := NamespaceOptions(pod, node); err != nil {
+		// Kubelet sets namespaces only with a security context (the API
+		// server always defaults one); an undefaulted pod asking for a user
+		// namespace still gets it, never the node's.
+		ns, err := NamespaceOptions(pod, node)
+		if err != nil {
 			return nil, err
 		}
+		lc.SecurityContext.NamespaceOptions = ns
 	}
 	lc.Resources = sandboxResources(pod, node)
 	lc.Overhead = overheadResources(pod, node)

@@ -254,10 +254,20 @@ func NamespaceOptions(pod *corev1.Pod, node Node) (*runtimeapi.NamespaceOption, 
 		ns.Pid = runtimeapi.NamespaceMode_POD
 	}
 	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
+		// Kubelet's GetOrCreateUserNamespaceMappings: never the node's
+		// user namespace instead.
 		if !node.UserNamespaces {
 			return nil, classErrorf(ErrUnsupported, "spec.hostUsers: can't set `spec.hostUsers: false`, runtime does not support user namespaces")
 		}
-		return nil, classErrorf(ErrUnsupported, "spec.hostUsers: false: podstart does not allocate user-namespace ID mappings yet")
+		if node.UserNamespaceMapper == nil {
+			return nil, classErrorf(ErrUnsupported, "spec.hostUsers: false: no user-namespace ID mapper (Node.UserNamespaceMapper) on this node")
+		}
+		userns, err := node.UserNamespaceMapper.UserNamespace(pod)
+		if err != nil {
+			return nil, fmt.Errorf("spec.hostUsers: false: create user namespace: %w", err)
+		}
+		ns.UsernsOptions = userns
+		return ns, nil
 	}
 	ns.UsernsOptions = &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}
 	return ns, nil

@@ -100,6 +100,15 @@
 // runtime without UpdateContainerResources gets a ResizePodInPlaceError,
 // never a silent skip.
 //
+// User namespaces (hostUsers: false, GA in v1.36) need a runtime that has
+// them (criconfig.Node.UserNamespaces; containerd 1.6 has not, so such a
+// pod is refused there with kubelet's message). A Syncer on such a node
+// allocates ID ranges as kubelet's user-namespace manager
+// (UserNamespaces: 65536 IDs per pod above the first 65536, recorded in
+// <root>/pods/<uid>/userns in kubelet's format, freed with the pod
+// directory). Kubelet takes its range from getsubids for the "kubelet"
+// user; podstart takes it from NewUserNamespaces's arguments.
+//
 // SyncPod takes pods from anywhere, not only from the API server, so it
 // first refuses (Result.SyncError matching mounts.ErrInvalidName, nothing
 // created) a pod whose UID, namespace, name, container or volume names the

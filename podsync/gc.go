@@ -313,7 +313,6 @@ func (s *Syncer) removePod(ctx context.Context, p *RuntimePod) error {
 		// Keep the directories while the runtime may still use them.
 		return errors.Join(errs...)
 	}
-	s.actuated.forget(p.UID)
 	return s.removePodDirs(p.UID)
 }
 
@@ -365,6 +364,12 @@ func (s *Syncer) removePodDirs(uid types.UID) error {
 	}
 	if err := s.removeDir(podDir); err != nil {
 		errs = append(errs, err)
+	} else {
+		// What was recorded in the directory goes with it.
+		s.actuated.forget(uid)
+		if u, ok := s.o.node.UserNamespaceMapper.(*UserNamespaces); ok {
+			u.Release(uid)
+		}
 	}
 	entries, err := os.ReadDir(s.o.node.PodLogsDir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -197,6 +197,12 @@ func NewSyncer(rt runtime.RuntimeService, ims ImageEnsurer, opts ...Option) *Syn
 		o.volumes = DefaultVolumes{RootDir: o.node.RootDir}
 	}
 	o.mountOpts = append([]mounts.Option{mounts.WithClusterDomain(o.node.ClusterDomain)}, o.mountOpts...)
+	if o.node.UserNamespaces && o.node.UserNamespaceMapper == nil {
+		// Kubelet's defaults cannot fail its checks.
+		if u, err := NewUserNamespaces(o.node.RootDir, 0, 0, 0, 0); err == nil {
+			o.node.UserNamespaceMapper = u
+		}
+	}
 	actuated := newActuatedStore(o.node.RootDir)
 	cache := NewStatusCache(rt)
 	cache.actuated = actuated
