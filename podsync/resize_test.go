@@ -232,3 +232,25 @@ func TestResizeRecordRemovedWithPod(t *testing.T) {
 		t.Fatalf("record left: %v", err)
 	}
 }
+
+// A sandbox config that cannot be made for a pod whose sandbox exists
+// fails the sync as kubelet v1.36 does: SyncError "GeneratePodSandboxConfig
+// for pod ... failed", no ConfigPodSandbox step.
+func TestSandboxConfigFailureIsSyncError(t *testing.T) {
+	h := newHarness(t, false, nil)
+	pod := resizePod()
+	h.converge(pod, 3)
+	pod = pod.DeepCopy()
+	f := false
+	pod.Spec.HostUsers = &f
+	r := h.sync(pod)
+	if r.SyncError == nil || !errors.Is(r.SyncError, podsync.ErrConfigPodSandbox) ||
+		!strings.HasPrefix(r.SyncError.Error(), `GeneratePodSandboxConfig for pod "rs_shop(uid-rs)" failed: `) {
+		t.Fatalf("sync error %v", r.SyncError)
+	}
+	for _, sr := range r.Results {
+		if sr.Action == podsync.ActionConfigPodSandbox {
+			t.Fatalf("step recorded: %+v", sr)
+		}
+	}
+}

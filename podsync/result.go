@@ -15,6 +15,9 @@ const (
 	ActionStartContainer   SyncAction = "StartContainer"
 	ActionKillContainer    SyncAction = "KillContainer"
 	ActionCreatePodSandbox SyncAction = "CreatePodSandbox"
+	// ActionConfigPodSandbox is kubelet's, which v1.36 no longer records:
+	// a sandbox config that cannot be made fails the sync (SyncError
+	// matching ErrConfigPodSandbox).
 	ActionConfigPodSandbox SyncAction = "ConfigPodSandbox"
 	ActionKillPodSandbox   SyncAction = "KillPodSandbox"
 	ActionRemoveContainer  SyncAction = "RemoveContainer"

@@ -370,8 +370,8 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 			podIPs = ips
 		}
 	} else if cfgErr != nil {
-		sr := result.add(ActionConfigPodSandbox, sandboxID)
-		sr.Err, sr.Message = stepError(ErrConfigPodSandbox, cfgErr), cfgErr.Error()
+		// Kubelet v1.36 records no ConfigPodSandbox step: the sync fails.
+		result.SyncError = fmt.Errorf("GeneratePodSandboxConfig for pod %q failed: %w", podName(pod), stepError(ErrConfigPodSandbox, cfgErr))
 		return result
 	}
 	podIP := ""
