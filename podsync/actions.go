@@ -217,7 +217,12 @@ func ComputePodActions(pod *corev1.Pod, status *PodStatus, probes ProbeResults) 
 			}
 			continue
 		}
+		// For probe failures only the container's own policy counts (no
+		// exit code for its rules yet), as kubelet with ContainerRestartRules.
 		restart := restartOnFailure(pod)
+		if c.RestartPolicy != nil {
+			restart = *c.RestartPolicy != corev1.ContainerRestartPolicyNever
+		}
 		var msg string
 		var why KillReason
 		if HashContainer(c) != s.Hash {
@@ -256,7 +261,13 @@ func computeSandboxPath(pod *corev1.Pod, status *PodStatus, a *Actions, attempt 
 	}
 	var candidates []int
 	for i := range pod.Spec.Containers {
-		if pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure && containerSucceeded(&pod.Spec.Containers[i], status) {
+		// ContainerRestartRules (on in v1.36): a container's own policy
+		// says whether a success ends it.
+		runOnce := pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure
+		if p := pod.Spec.Containers[i].RestartPolicy; p != nil {
+			runOnce = *p == corev1.ContainerRestartPolicyOnFailure
+		}
+		if runOnce && containerSucceeded(&pod.Spec.Containers[i], status) {
 			continue
 		}
 		candidates = append(candidates, i)
@@ -391,7 +402,8 @@ func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, probes Prob
 				break
 			}
 			if isInitContainerFailed(s) {
-				if !restart {
+				// ContainerRestartRules: the container's policy and rules.
+				if !ShouldContainerBeRestarted(c, pod, status) {
 					a.KillPod = true
 					a.KillPodReason = fmt.Sprintf("init container %q failed (exit %d, %s) and restartPolicy is Never", c.Name, s.ExitCode, s.Reason)
 					a.InitContainersToStart = nil
@@ -406,6 +418,12 @@ func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, probes Prob
 				toStart = append(toStart, i+1)
 			}
 		default:
+			restart := restart
+			if c.RestartPolicy != nil {
+				// Only the container's policy: an unknown state has no exit
+				// code for its rules.
+				restart = *c.RestartPolicy != corev1.ContainerRestartPolicyNever
+			}
 			if !sidecar && !restart {
 				a.KillPod = true
 				a.KillPodReason = fmt.Sprintf("init container %q is in %q state and restartPolicy is Never", c.Name, s.State)

@@ -71,10 +71,13 @@
 //
 // Only the sidecar-aware path exists: kubelet's legacy path (feature gate
 // LegacySidecarContainers, off by default and being removed) is not
-// implemented. Container restart rules
-// (ContainerShouldRestart) decide whether an exited container restarts,
-// as kubelet's ShouldContainerBeRestarted; elsewhere (a failed init
-// container, recreating a sandbox) the pod's restartPolicy still decides.
+// implemented. Container restart rules (ContainerRestartRules, on in
+// v1.36) are kubelet's throughout: ContainerShouldRestart decides whether
+// an exited container or a failed init container restarts; a container
+// killed by a probe, or an init container in unknown state, follows its
+// own restartPolicy; a new sandbox skips a succeeded container whose own
+// policy is OnFailure. As in kubelet, whether a sandbox is recreated at
+// all still follows the pod's restartPolicy.
 // A RestartAllContainers rule is refused (criconfig.ErrUnsupported), not
 // carried out as a single restart. Kubelet cannot tell whether an exited app
 // container ran in the current sandbox, so with a sidecar running and
