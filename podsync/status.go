@@ -24,15 +24,18 @@ const (
 // ContainerStatus is one container instance as the runtime reports it
 // (kubelet's kubecontainer.Status).
 type ContainerStatus struct {
-	ID           string
-	Name         string
-	State        ContainerState
-	CreatedAt    time.Time
-	StartedAt    time.Time
-	FinishedAt   time.Time
-	ExitCode     int
-	Reason       string
-	Message      string
+	ID         string
+	Name       string
+	State      ContainerState
+	CreatedAt  time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+	ExitCode   int
+	Reason     string
+	Message    string
+	// Image is the image as the runtime names the instance's (CRI status
+	// image.image, which kubelet reports: containerd gives the first repo
+	// tag), not necessarily the spec's spelling; ImageRef is its ref.
 	Image        string
 	ImageRef     string
 	RestartCount int

@@ -245,9 +245,6 @@ func toContainerStatus(c *runtimeapi.Container, s *runtimeapi.ContainerStatus) *
 	if name := s.Labels[LabelContainerName]; name != "" {
 		cs.Name = name
 	}
-	if u := s.GetImage().GetUserSpecifiedImage(); u != "" {
-		cs.Image = u
-	}
 	cs.Hash, _ = strconv.ParseUint(s.Annotations[AnnotationContainerHash], 16, 64)
 	cs.RestartCount, _ = strconv.Atoi(s.Annotations[AnnotationContainerRestartCount])
 	if s.State == runtimeapi.ContainerState_CONTAINER_EXITED {
