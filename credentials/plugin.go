@@ -259,8 +259,9 @@ func validateAnnotationKeys(fp *field.Path, keys []string) field.ErrorList {
 // PluginKeyring runs kubelet's exec credential provider plugins (KEP-2133):
 // for each provider in config order whose matchImages match the image, it
 // runs <binDir>/<name> with the request on stdin, caches the answer by its
-// cacheKeyType for its cacheDuration, and looks the image up among the
-// returned credentials as a keyring would. Concurrent lookups of one image
+// cacheKeyType for its cacheDuration, and looks the image up once among
+// all providers' answers together, as kubelet's one keyring does (the most
+// specific match first, whichever provider gave it). Concurrent lookups of one image
 // share one run. Failures give no credentials, as in kubelet; they reach
 // WithErrorHandler.
 //
@@ -348,18 +349,16 @@ func (k *PluginKeyring) LookupForPod(ctx context.Context, pod PodRef, image stri
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	var out []AuthConfig
+	// One keyring for every plugin's answer, looked up once, as kubelet's
+	// externalCredentialProviderKeyring: the most specific match first
+	// across plugins, and for the same key the plugins in config order.
+	var ring BasicKeyring
 	for _, p := range k.providers {
-		cfg := p.provide(ctx, pod, image)
-		if len(cfg) == 0 {
-			continue
+		if cfg := p.provide(ctx, pod, image); len(cfg) > 0 {
+			ring.Add(cfg)
 		}
-		var ring BasicKeyring
-		ring.Add(cfg)
-		creds, _ := ring.Lookup(image)
-		out = append(out, creds...)
 	}
-	return out, len(out) > 0
+	return ring.Lookup(image)
 }
 
 // ForPod returns a Keyring whose Lookup is LookupForPod(ctx, pod, image),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	goruntime "runtime"
 	"strings"
 	"sync"
@@ -433,5 +434,57 @@ func TestPluginCachePurged(t *testing.T) {
 	k.Lookup("a.registry.io/other")
 	if n := size(); n != 1 {
 		t.Fatalf("%d cached after the purge interval, want 1", n)
+	}
+}
+
+// Every plugin's answer goes into one keyring, looked up once, as
+// kubelet's externalCredentialProviderKeyring: a more specific match from
+// a later plugin comes before a broader one from an earlier plugin, and
+// the index.docker.io fallback applies to all plugins' answers at once.
+func TestPluginsMergedIntoOneKeyring(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	for name, auth := range map[string]string{
+		"broad":    `"reg.example.com":{"username":"broad","password":"p1"},"docker.io":{"username":"hub-a","password":"p3"}`,
+		"specific": `"reg.example.com/team":{"username":"specific","password":"p2"},"index.docker.io":{"username":"hub-b","password":"p4"}`,
+	} {
+		write(t, bin, name, "#!/bin/sh\ncat >/dev/null\necho '{\"kind\":\"CredentialProviderResponse\",\"apiVersion\":\"credentialprovider.kubelet.k8s.io/v1\",\"cacheKeyType\":\"Image\",\"auth\":{"+auth+"}}'\n")
+		os.Chmod(filepath.Join(bin, name), 0o755)
+	}
+	cfg, err := ParsePluginConfig([]byte(`apiVersion: kubelet.config.k8s.io/v1
+kind: CredentialProviderConfig
+providers:
+  - name: broad
+    matchImages: ["reg.example.com", "docker.io"]
+    defaultCacheDuration: 10m
+    apiVersion: credentialprovider.kubelet.k8s.io/v1
+  - name: specific
+    matchImages: ["reg.example.com", "docker.io"]
+    defaultCacheDuration: 10m
+    apiVersion: credentialprovider.kubelet.k8s.io/v1
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := NewPluginKeyring(cfg, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := func(image string) []string {
+		got, _ := k.Lookup(image)
+		var out []string
+		for _, c := range got {
+			out = append(out, c.Username+"@"+c.Source.Name)
+		}
+		return out
+	}
+	if got, want := users("reg.example.com/team/app"), []string{"specific@specific", "broad@broad"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("reg.example.com/team/app: %v, want %v", got, want)
+	}
+	// Kubelet's keyring falls back to index.docker.io only when no key
+	// matched: one keyring finds docker.io and stops there, where a lookup
+	// per plugin also gave the other plugin's index.docker.io entry.
+	if got, want := users("docker.io/library/nginx"), []string{"hub-a@broad"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("docker.io: %v, want %v", got, want)
 	}
 }
