@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podstart/podstart/credentials"
+	"github.com/podstart/podstart/images/pullrecords"
 	"github.com/podstart/podstart/internal/backoff"
 	"github.com/podstart/podstart/runtime"
 )
@@ -46,6 +47,7 @@ type options struct {
 	progress       func(image string, p runtime.PullProgress)
 	stall          time.Duration
 	maxAttempts    int
+	records        *pullrecords.Manager
 }
 
 // WithRecorder sets where events go (default: nowhere).
@@ -202,6 +204,7 @@ func applyDefaultTag(image string) (tagged, repo string, err error) {
 // sentinels. Events go to the recorder as kubelet emits them.
 func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, container *corev1.Container, pullSecrets []corev1.Secret, sandboxConfig *runtimeapi.PodSandboxConfig) (imageRef, message string, err error) {
 	requested := container.Image
+	recordPulled := func(int) {}
 	m.mu.Lock()
 	closed := m.closed
 	m.mu.Unlock()
@@ -227,6 +230,7 @@ func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, contai
 	}
 
 	policy := container.ImagePullPolicy
+	var present string // the image's reference when it is on the node
 	if policy == corev1.PullIfNotPresent || policy == corev1.PullNever {
 		st, err := m.img.ImageStatus(ctx, spec, false)
 		if err != nil {
@@ -237,33 +241,79 @@ func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, contai
 			m.o.recorder.Eventf(ref, corev1.EventTypeWarning, EventInspectFailed, "%s", msg)
 			return "", msg, &Error{Reason: ErrImageInspect, Err: err}
 		}
-		if id := st.GetImage().GetId(); id != "" {
-			msg := fmt.Sprintf("Container image %q already present on machine", requested)
-			m.o.recorder.Eventf(ref, corev1.EventTypeNormal, EventPulled, "%s", msg)
-			return id, msg, nil
-		}
-		if policy == corev1.PullNever {
-			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", requested)
-			m.o.recorder.Eventf(ref, corev1.EventTypeWarning, EventErrImageNeverPull, "%s", msg)
-			return "", msg, &Error{Reason: ErrImageNeverPull}
+		present = st.GetImage().GetId()
+		if present == "" && policy == corev1.PullNever {
+			return m.neverPull(ref, requested)
 		}
 	}
 
-	// Keyrings look up the normalised repository, not the user's string.
-	node := m.o.node
-	if pk, ok := node.(credentials.PodKeyring); ok && pod != nil {
-		// A plugin in service-account token mode answers for this pod.
-		node = pk.ForPod(ctx, credentials.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, ServiceAccountName: pod.Spec.ServiceAccountName})
+	// The pod's credentials are looked up once, and only when needed
+	// (kubelet's makeLookupPullCredentialsFunc).
+	var (
+		creds    []credentials.AuthConfig
+		credsErr error
+		looked   bool
+	)
+	lookup := func() ([]credentials.AuthConfig, error) {
+		if !looked {
+			looked = true
+			creds, credsErr = m.lookupCredentials(ctx, pod, pullSecrets, repo)
+		}
+		return creds, credsErr
 	}
-	keyring, err := m.secrets.MakeKeyring(pullSecrets, node)
-	if err != nil {
-		// A malformed pull secret: the error names the secret, never its
-		// content. Not a pull, so no back-off.
-		msg := err.Error()
-		m.o.recorder.Eventf(ref, corev1.EventTypeWarning, EventFailed, "Failed to pull image %q: %s", requested, msg)
-		return "", msg, &Error{Reason: ErrImagePull, Err: err}
+
+	records := m.o.records
+	if present != "" {
+		if records == nil {
+			msg := fmt.Sprintf("Container image %q already present on machine", requested)
+			m.o.recorder.Eventf(ref, corev1.EventTypeNormal, EventPulled, "%s", msg)
+			return present, msg, nil
+		}
+		// KEP-2535: may this pod use the image without pulling it?
+		must, err := records.MustAttemptImagePull(ctx, requested, present, func() ([]pullrecords.Secret, *pullrecords.ServiceAccount, error) {
+			c, err := lookup()
+			if err != nil {
+				return nil, nil, err
+			}
+			s, sa := podCredentials(c)
+			return s, sa, nil
+		})
+		if err != nil {
+			return m.malformedSecret(ref, requested, err)
+		}
+		if !must {
+			msg := fmt.Sprintf("Container image %q already present on machine and can be accessed by the pod", requested)
+			m.o.recorder.Eventf(ref, corev1.EventTypeNormal, EventPulled, "%s", msg)
+			return present, msg, nil
+		}
+		log.V(2).Info("Image present but the pod's credentials must be verified: pulling")
+		if policy == corev1.PullNever {
+			// As kubelet: the same answer as an absent image, so the
+			// image's presence is not revealed to a pod that may not
+			// use it.
+			return m.neverPull(ref, requested)
+		}
 	}
-	creds, _ := keyring.Lookup(repo)
+
+	if _, err := lookup(); err != nil {
+		return m.malformedSecret(ref, requested, err)
+	}
+
+	if records != nil {
+		if err := records.RecordPullIntent(requested); err != nil {
+			msg := fmt.Sprintf("Failed to record image pull intent for container image %q: %v", requested, err)
+			return "", msg, &Error{Reason: ErrImagePull, Err: err}
+		}
+		pulledWith := -2 // set to the credential used once the pull succeeds
+		defer func() {
+			if err == nil && pulledWith > -2 {
+				_ = records.RecordImagePulled(ctx, requested, imageRef, pullCredentials(creds, pulledWith))
+			} else {
+				records.RecordImagePullFailed(ctx, requested)
+			}
+		}()
+		recordPulled = func(i int) { pulledWith = i }
+	}
 
 	key := string(pod.UID) + "_" + requested
 	now := m.o.clock.Now()
@@ -309,7 +359,41 @@ func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, contai
 	m.o.recorder.Eventf(ref, corev1.EventTypeNormal, EventPulled, "Successfully pulled image %q in %v (%v including waiting). Image size: %v bytes.",
 		requested, res.pull.Truncate(time.Millisecond), total.Truncate(time.Millisecond), res.size)
 	m.gcBackOff()
+	recordPulled(res.cred)
 	return res.ref, "", nil
+}
+
+// neverPull is kubelet's imageNotPresentOnNeverPolicyError: for an
+// absent image, and for a present one the pod may not use.
+func (m *Manager) neverPull(ref *corev1.ObjectReference, requested string) (string, string, error) {
+	msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", requested)
+	m.o.recorder.Eventf(ref, corev1.EventTypeWarning, EventErrImageNeverPull, "%s", msg)
+	return "", msg, &Error{Reason: ErrImageNeverPull}
+}
+
+// malformedSecret answers a pull secret that does not parse: the error
+// names the secret, never its content. Not a pull, so no back-off.
+func (m *Manager) malformedSecret(ref *corev1.ObjectReference, requested string, err error) (string, string, error) {
+	msg := err.Error()
+	m.o.recorder.Eventf(ref, corev1.EventTypeWarning, EventFailed, "Failed to pull image %q: %s", requested, msg)
+	return "", msg, &Error{Reason: ErrImagePull, Err: err}
+}
+
+// lookupCredentials is the pod's pull secrets, then the node keyring
+// (narrowed to the pod when it answers per pod), for repo.
+func (m *Manager) lookupCredentials(ctx context.Context, pod *corev1.Pod, pullSecrets []corev1.Secret, repo string) ([]credentials.AuthConfig, error) {
+	// Keyrings look up the normalised repository, not the user's string.
+	node := m.o.node
+	if pk, ok := node.(credentials.PodKeyring); ok && pod != nil {
+		// A plugin in service-account token mode answers for this pod.
+		node = pk.ForPod(ctx, credentials.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, ServiceAccountName: pod.Spec.ServiceAccountName})
+	}
+	keyring, err := m.secrets.MakeKeyring(pullSecrets, node)
+	if err != nil {
+		return nil, err
+	}
+	creds, _ := keyring.Lookup(repo)
+	return creds, nil
 }
 
 // classifyPullError is kubelet's evalCRIPullErr over podstart's error

@@ -29,6 +29,10 @@ type result struct {
 	// cancelled: the caller's own context was cancelled; not a failed
 	// pull.
 	cancelled bool
+	// cred is the index of the credential the pull succeeded with, -1
+	// for an anonymous pull. Callers sharing a flight have equal
+	// credential lists, so each reads its own entry (and its source).
+	cred int
 }
 
 // join waits for the flight for this image and these credentials, starting
@@ -97,8 +101,8 @@ func (m *Manager) pullSlot(ctx context.Context, spec *runtimeapi.ImageSpec, cred
 		defer m.slots.release()
 	}
 	start := m.o.clock.Now()
-	ref, err := m.pullCreds(ctx, spec, creds, sandbox)
-	res := result{ref: ref, err: err}
+	ref, cred, err := m.pullCreds(ctx, spec, creds, sandbox)
+	res := result{ref: ref, err: err, cred: cred}
 	if err == nil {
 		// Best effort, as kubelet's GetImageSize.
 		if st, err := m.img.ImageStatus(ctx, spec, false); err == nil {
@@ -109,21 +113,22 @@ func (m *Manager) pullSlot(ctx context.Context, spec *runtimeapi.ImageSpec, cred
 	return res
 }
 
-func (m *Manager) pullCreds(ctx context.Context, spec *runtimeapi.ImageSpec, creds []credentials.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
+func (m *Manager) pullCreds(ctx context.Context, spec *runtimeapi.ImageSpec, creds []credentials.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (string, int, error) {
 	if len(creds) == 0 {
-		return m.pullOnce(ctx, spec, nil, sandbox)
+		ref, err := m.pullOnce(ctx, spec, nil, sandbox)
+		return ref, -1, err
 	}
 	var errs aggregate
 	skipped := 0
 	if max := m.o.maxAttempts; max > 0 && len(creds) > max {
 		creds, skipped = creds[:max], len(creds)-max
 	}
-	for _, c := range creds {
+	for i, c := range creds {
 		auth := &runtimeapi.AuthConfig{Username: c.Username, Password: c.Password, Auth: c.Auth,
 			ServerAddress: c.ServerAddress, IdentityToken: c.IdentityToken, RegistryToken: c.RegistryToken}
 		ref, err := m.pullOnce(ctx, spec, auth, sandbox)
 		if err == nil {
-			return ref, nil
+			return ref, i, nil
 		}
 		errs = append(errs, err)
 		if ctx.Err() != nil {
@@ -134,9 +139,9 @@ func (m *Manager) pullCreds(ctx context.Context, spec *runtimeapi.ImageSpec, cre
 		errs = append(errs, fmt.Errorf("%d more credentials not tried: at most %d attempts per pull", skipped, m.o.maxAttempts))
 	}
 	if len(errs) == 1 {
-		return "", errs[0]
+		return "", -1, errs[0]
 	}
-	return "", errs
+	return "", -1, errs
 }
 
 // pullOnce makes one runtime pull, watching progress when the runtime

@@ -2,6 +2,7 @@ package pullrecords
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,6 +38,10 @@ type Config struct {
 	// NeverVerifyAllowlistedImages.
 	Allowlist []string
 }
+
+// ErrRecordIntent: a pull intent could not be written, so the image is
+// not pulled (kubelet's "failed to record image pull intent").
+var ErrRecordIntent = errors.New("failed to record image pull intent")
 
 // writeWhileMatchingLimit is kubelet's writeRecordWhileMatchingLimit: a
 // secret that matches by hash or coordinates only is added to the record
@@ -135,7 +140,7 @@ func (m *Manager) RecordPullIntent(image string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.store.writeIntent(image); err != nil {
-		return fmt.Errorf("failed to record image pull intent: %w", err)
+		return fmt.Errorf("%w: %w", ErrRecordIntent, err)
 	}
 	m.intents[image]++
 	return nil
