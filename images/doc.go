@@ -1,5 +1,5 @@
 // Package images is kubelet's image manager (pkg/kubelet/images,
-// v1.33–v1.35): Manager.EnsureImageExists decides whether a container's
+// v1.33–v1.36): Manager.EnsureImageExists decides whether a container's
 // image must be pulled, pulls it through a runtime.ImageService with the
 // right credentials, and reports what happened as kubelet does.
 //
@@ -45,6 +45,42 @@
 //   - Pullers: serial, first come first served (the default, as kubelet's
 //     serializeImagePulls), or parallel with an optional limit.
 //
+// # Ensure secret-pulled images (KEP-2535)
+//
+// With WithPullRecords (a pullrecords.Manager), EnsureImageExists does what
+// kubelet v1.36 does with KubeletEnsureSecretPulledImages on:
+//
+//   - Every pull (any policy) first records an intent for the image as
+//     written; failing to write it is ErrImagePull with kubelet's message
+//     "Failed to record image pull intent for container image …" (matching
+//     pullrecords.ErrRecordIntent) and no pull. A pull refused by back-off
+//     or failed ends the intent; a successful one records the credential
+//     that worked: the pull secret (coordinates and a SHA-256 of the
+//     credential, never the credential), the service account of a plugin
+//     in token mode, or, for the node's keyring or an anonymous pull,
+//     access for every pod on the node.
+//   - An image present for an IfNotPresent or Never container is used
+//     without a pull only when the records allow it
+//     (pullrecords.Manager.MustAttemptImagePull, with the pod's pull
+//     secrets and plugin service account looked up only if needed): event
+//     Pulled "Container image %q already present on machine and can be
+//     accessed by the pod". Otherwise IfNotPresent pulls again with the
+//     pod's credentials, which is the verification (success is recorded
+//     and the pod runs; failure is ErrImagePull as any pull), and Never is
+//     ErrImageNeverPull with the same message as an absent image ("… is
+//     not present with pull policy of Never"), so the image's presence is
+//     not revealed.
+//
+// Without WithPullRecords a present image is used by any pod (message
+// "Container image %q already present on machine"), as kubelet with the
+// feature off. It is opt-in, where kubelet has it on, because the records
+// need a directory that outlives the process (kubelet's
+// <root-dir>/image_manager) and podstart has no root directory of its own;
+// records kept only in memory (an empty pullrecords.Config.Dir) forget, at
+// restart, which images the manager pulled, so they would then count as
+// preloaded. Turning it on by default would also change what existing
+// callers get for images already on the node.
+//
 // # Beyond kubelet
 //
 // Waiting for a pull slot honours the context, and no goroutine outlives
@@ -64,8 +100,11 @@
 // call returns ErrClosed at once, with no runtime call, event or back-off.
 // Pull secrets are parsed once per content (credentials.SecretsCache):
 // kubelet parses them on every pull (3.9 ms for a 1,024-key secret here;
-// 34 µs with the cache). Not implemented: kubelet's pull QPS throttle, and the
-// "ensure secret pulled images" checks (KEP-2535).
+// 34 µs with the cache). Not implemented: kubelet's pull QPS throttle.
+// Concurrent callers sharing one pull each record their own pull secret
+// (the credentials are equal by content, not by source). An error in
+// pull records is an *Error with ErrImagePull (kubelet returns the bare
+// error).
 //
 // # Logs
 //
