@@ -9,6 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -381,5 +385,52 @@ func TestRecordedCredentialSources(t *testing.T) {
 	}
 	if c := pullCredentials(creds, -1); !c.NodePodsAccessible {
 		t.Errorf("anonymous pull recorded as %+v", c)
+	}
+}
+
+// Two pods with different secrets holding the same credential share one
+// runtime pull; each records its own secret.
+func TestEnsureSecretPulledImageSharedPull(t *testing.T) {
+	t.Parallel()
+	rt := privateRuntime()
+	release := make(chan struct{})
+	entered := make(chan struct{}, 2)
+	rt.Intercept(func(ctx context.Context, method string, _ proto.Message) error {
+		if method == "PullImage" {
+			entered <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	e := newRecordsEnv(t, pullrecords.Config{}, rt)
+	errs := make(chan error, 2)
+	for _, s := range []corev1.Secret{regSecret("ns1", "s1", "uid1", privUser, privPass), regSecret("ns2", "s2", "uid2", privUser, privPass)} {
+		go func() {
+			_, _, err := e.ensure("pod-"+s.Name, privImage, corev1.PullAlways, s)
+			errs <- err
+		}()
+	}
+	<-entered
+	for e.m.waiters(privImage) < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := rt.CallCount("PullImage"); n != 1 {
+		t.Fatalf("%d pulls, want 1 shared", n)
+	}
+	st, _ := rt.ImageStatus(context.Background(), &runtimeapi.ImageSpec{Image: privImage}, false)
+	rec, _, _ := e.recs.Record(st.GetImage().GetId())
+	got := rec.CredentialMapping["registry.example.com/team/app"].KubernetesSecrets
+	if len(got) != 2 || got[0].Name != "s1" || got[1].Name != "s2" {
+		t.Errorf("recorded secrets = %+v, want s1 and s2", got)
 	}
 }
