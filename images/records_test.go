@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -432,5 +433,66 @@ func TestEnsureSecretPulledImageSharedPull(t *testing.T) {
 	got := rec.CredentialMapping["registry.example.com/team/app"].KubernetesSecrets
 	if len(got) != 2 || got[0].Name != "s1" || got[1].Name != "s2" {
 		t.Errorf("recorded secrets = %+v, want s1 and s2", got)
+	}
+}
+
+// saKeyring is a node keyring that answers per pod, as a credential
+// provider plugin in service-account token mode: the registry credential,
+// sourced from the pod's service account.
+type saKeyring struct{}
+
+func (saKeyring) Lookup(string) ([]credentials.AuthConfig, bool) { return nil, false }
+
+func (saKeyring) ForPod(_ context.Context, pod credentials.PodRef) credentials.Keyring {
+	return saPodKeyring(pod.ServiceAccountName)
+}
+
+type saPodKeyring string
+
+func (k saPodKeyring) Lookup(string) ([]credentials.AuthConfig, bool) {
+	if k == "" {
+		return nil, false
+	}
+	return []credentials.AuthConfig{{Username: privUser, Password: privPass, Source: credentials.Source{
+		Kind: credentials.SourcePlugin, Name: "plugin",
+		ServiceAccount: credentials.ServiceAccountRef{Namespace: "shop", Name: string(k), UID: "uid-" + string(k)}}}}, true
+}
+
+// A pull made with a plugin's service-account credential is recorded
+// under the service account; a pod of the same service account may use
+// the image, a pod of another one verifies (and here succeeds, the
+// plugin giving it a credential too), a pod with none fails.
+func TestEnsureSecretPulledImageServiceAccount(t *testing.T) {
+	t.Parallel()
+	e := newRecordsEnv(t, pullrecords.Config{}, privateRuntime(), WithNodeKeyring(saKeyring{}))
+	ensure := func(uid, sa string) error {
+		pod, c := podFor(uid, privImage, corev1.PullIfNotPresent)
+		pod.Spec.ServiceAccountName = sa
+		_, _, err := e.m.EnsureImageExists(context.Background(), pod, c, nil, nil)
+		return err
+	}
+	if err := ensure("pod-a", "builder"); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := e.rt.ImageStatus(context.Background(), &runtimeapi.ImageSpec{Image: privImage}, false)
+	rec, _, _ := e.recs.Record(st.GetImage().GetId())
+	want := []pullrecords.ServiceAccount{{UID: "uid-builder", Namespace: "shop", Name: "builder"}}
+	if got := rec.CredentialMapping["registry.example.com/team/app"].KubernetesServiceAccounts; !reflect.DeepEqual(got, want) {
+		t.Fatalf("recorded service accounts = %+v, want %+v", got, want)
+	}
+	for _, tc := range []struct {
+		uid, sa   string
+		wantPulls int
+		wantErr   bool
+	}{
+		{"pod-a2", "builder", 0, false},
+		{"pod-b", "deployer", 1, false},
+		{"pod-c", "", 1, true},
+	} {
+		e.rt.ResetCalls()
+		err := ensure(tc.uid, tc.sa)
+		if (err != nil) != tc.wantErr || e.rt.CallCount("PullImage") != tc.wantPulls {
+			t.Errorf("%s (service account %q): %v, %d pulls; want error %v, %d pulls", tc.uid, tc.sa, err, e.rt.CallCount("PullImage"), tc.wantErr, tc.wantPulls)
+		}
 	}
 }
