@@ -203,26 +203,33 @@ func ParseDockercfg(data []byte) (DockerConfig, error) {
 	return cfg, nil
 }
 
-// malformed describes a decoding error without the input: encoding/json's
-// syntax errors quote the offending character, which may be part of a
-// password.
+// malformed is kubelet's text for a config that does not decode ("error
+// occurred while trying to unmarshal json", which hides the parser's
+// details), with where it failed in parentheses but never the input:
+// encoding/json's syntax errors quote the offending character, which may
+// be part of a password (kubelet's pull-secret path returns them as they
+// are; podstart does not).
 func malformed(err error) error {
+	const kubelet = "error occurred while trying to unmarshal json"
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	var b64 base64.CorruptInputError
+	var detail string
 	switch {
 	case errors.As(err, &syn):
-		return fmt.Errorf("%w: invalid JSON at byte %d", ErrMalformedConfig, syn.Offset)
+		detail = fmt.Sprintf("invalid JSON at byte %d", syn.Offset)
 	case errors.As(err, &typ):
-		return fmt.Errorf("%w: field %q must not be a JSON %s", ErrMalformedConfig, typ.Field, typ.Value)
+		detail = fmt.Sprintf("field %q must not be a JSON %s", typ.Field, typ.Value)
 	case errors.As(err, &b64):
-		return fmt.Errorf("%w: auth field: illegal base64 data at input byte %d", ErrMalformedConfig, int64(b64))
+		detail = fmt.Sprintf("auth field: illegal base64 data at input byte %d", int64(b64))
 	case errors.Is(err, errAuthField):
-		return fmt.Errorf("%w: %v", ErrMalformedConfig, err)
+		detail = err.Error()
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("%w: unexpected end of JSON input", ErrMalformedConfig)
+		detail = "unexpected end of JSON input"
+	default:
+		return fmt.Errorf("%w: %s", ErrMalformedConfig, kubelet)
 	}
-	return fmt.Errorf("%w: error occurred while trying to unmarshal json", ErrMalformedConfig)
+	return fmt.Errorf("%w: %s (%s)", ErrMalformedConfig, kubelet, detail)
 }
 
 // DockerConfigJSONPaths is kubelet's search path for config.json: rootDir,

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestParseEntry(t *testing.T) {
@@ -207,5 +209,26 @@ func TestSearchPaths(t *testing.T) {
 	}
 	if got, want := DockercfgPaths("/r"), []string{"/r", "", "/home/u", "/"}; !reflect.DeepEqual(got, want) {
 		t.Errorf(".dockercfg paths = %q", got)
+	}
+}
+
+// A config or pull secret that does not decode gets kubelet's text, with
+// where it failed but never the offending character (encoding/json quotes
+// it, and it may be part of a password).
+func TestMalformedConfigText(t *testing.T) {
+	for _, data := range []string{`{"auths":{"r.io":{"password":s3cret}}}`, `{"auths":{"r.io":{"auth":"@@@"}}}`, `{"auths":`} {
+		_, err := ParseConfigJSON([]byte(data))
+		if !errors.Is(err, ErrMalformedConfig) || !strings.HasPrefix(err.Error(), "malformed docker config: error occurred while trying to unmarshal json") {
+			t.Fatalf("%s: %v", data, err)
+		}
+		if strings.Contains(err.Error(), "'s'") || strings.Contains(err.Error(), "@@@") {
+			t.Fatalf("%s: error quotes the input: %v", data, err)
+		}
+	}
+	s := corev1.Secret{Type: corev1.SecretTypeDockerConfigJson, Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"r.io":{"password":s3cret}}}`)}}
+	s.Namespace, s.Name = "ns", "pull"
+	_, err := MakeKeyring([]corev1.Secret{s}, nil)
+	if want := "malformed image pull secret ns/pull: malformed docker config: error occurred while trying to unmarshal json (invalid JSON at byte 30)"; err == nil || err.Error() != want {
+		t.Fatalf("secret: %v\nwant %s", err, want)
 	}
 }
