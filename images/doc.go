@@ -85,9 +85,12 @@
 //
 // Waiting for a pull slot honours the context, and no goroutine outlives
 // Close or its callers (kubelet's serial worker never stops).
-// Concurrent calls for the same image, runtime handler and credentials
-// share one runtime pull (kubernetes#125164); a caller with other
-// credentials never rides on another's pull, and followers take no slot.
+// Concurrent calls whose requests the runtime could not tell apart (the
+// same image spec, runtime handler, credentials and sandbox config) share
+// one runtime pull (kubernetes#125164); a caller with other credentials,
+// or another pod's sandbox config (a runtime may pick a mirror or a
+// signature policy per namespace), never rides on another's pull, and
+// followers take no slot. Each caller keeps its own back-off.
 // A shared pull is cancelled when its last waiter gives up. Back-off can be
 // inspected (BackOff) and reset (ResetBackOff) for when a secret is fixed.
 // A runtime that reports progress (runtime.ProgressPuller) feeds

@@ -2,10 +2,13 @@ package images
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstart/podstart/credentials"
@@ -13,7 +16,8 @@ import (
 )
 
 // flight is one runtime pull shared by every caller that wants the same
-// image with the same credentials at the same time (kubernetes#125164).
+// image with the same credentials and the same request (sandbox config
+// included) at the same time (kubernetes#125164).
 type flight struct {
 	done    chan struct{}
 	res     result
@@ -40,7 +44,7 @@ type result struct {
 // when the pull does, when every waiter has given up, or at Close.
 // Followers take no pull slot.
 func (m *Manager) join(ctx context.Context, spec *runtimeapi.ImageSpec, creds []credentials.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) result {
-	key := spec.Image + "\x00" + spec.RuntimeHandler + "\x00" + fingerprint(creds)
+	key := spec.Image + "\x00" + spec.RuntimeHandler + "\x00" + fingerprint(creds) + "\x00" + requestKey(spec, sandbox)
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -89,6 +93,21 @@ func (m *Manager) join(ctx context.Context, spec *runtimeapi.ImageSpec, creds []
 		// kubelet; a cancellation is the caller giving up.
 		return result{err: runtime.Classify(ctx.Err()), cancelled: errors.Is(ctx.Err(), context.Canceled)}
 	}
+}
+
+// requestKey hashes the rest of what the runtime is sent (the image spec's
+// annotations, the pod's sandbox config: its namespace, labels,
+// annotations), so that a pull is shared only by callers whose requests
+// are equal: a runtime may choose a mirror or a signature policy by any of
+// it, per namespace for instance.
+func requestKey(spec *runtimeapi.ImageSpec, sandbox *runtimeapi.PodSandboxConfig) string {
+	h := sha256.New()
+	for _, m := range []proto.Message{spec, sandbox} {
+		b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+		fmt.Fprintf(h, "%d:", len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // pullSlot waits for a pull slot (FIFO), then pulls with each credential

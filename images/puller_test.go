@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -289,5 +291,57 @@ func TestProgressAndStall(t *testing.T) {
 	err := <-errc
 	if !errors.Is(err, ErrImagePull) || !errors.Is(err, ErrPullStalled) {
 		t.Fatalf("stalled pull: %v", err)
+	}
+}
+
+// A pull is shared only by requests the runtime cannot tell apart: pods of
+// one namespace with equal sandbox configs share it; a pod of another
+// namespace gets a pull of its own, sent with its own sandbox config.
+func TestSharedPullPerRequest(t *testing.T) {
+	t.Parallel()
+	rt := fake.New()
+	g := newGate(rt)
+	m := NewManager(rt, WithParallelPulls(0))
+	defer m.Close()
+	sandbox := func(ns string) *runtimeapi.PodSandboxConfig {
+		return &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "p", Namespace: ns, Uid: "u"}, Labels: map[string]string{"app": "web"}}
+	}
+	run := func(uid, ns string) chan error {
+		errc := make(chan error, 1)
+		go func() {
+			pod, c := testPod("busybox", corev1.PullAlways)
+			pod.UID = typesUID(uid)
+			_, _, err := m.EnsureImageExists(context.Background(), pod, c, nil, sandbox(ns))
+			errc <- err
+		}()
+		return errc
+	}
+	a := run("a", "team-a")
+	<-g.entered
+	b := run("b", "team-a") // the same request: joins
+	waitFor(func() bool { return m.waiters("busybox:latest") == 2 })
+	c := run("c", "team-b") // another namespace: a pull of its own
+	select {
+	case <-g.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("team-b's pull joined team-a's")
+	}
+	waitFor(func() bool { return m.waiters("busybox:latest") == 3 })
+	g.release <- struct{}{}
+	g.release <- struct{}{}
+	for _, errc := range []chan error{a, b, c} {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var namespaces []string
+	for _, call := range rt.Calls() {
+		if req, ok := call.Request.(*runtimeapi.PullImageRequest); ok {
+			namespaces = append(namespaces, req.SandboxConfig.GetMetadata().GetNamespace())
+		}
+	}
+	sort.Strings(namespaces)
+	if !reflect.DeepEqual(namespaces, []string{"team-a", "team-b"}) {
+		t.Fatalf("pulls sent for namespaces %v", namespaces)
 	}
 }
