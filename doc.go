@@ -9,13 +9,15 @@
 // served on a unix socket.
 //
 // credentials is the node keyring: kubelet's docker config search order and
-// registry matching, keyrings from pod pull secrets, caching, and, beyond
-// kubelet, credential helpers and exec credential provider plugins.
+// registry matching, keyrings from pod pull secrets, caching, exec
+// credential provider plugins (service-account tokens included) and,
+// beyond kubelet, credential helpers.
 //
 // images is EnsureImageExists: default tag, pull policy, per pod and image
 // back-off, serial or parallel pulls with a limit, one runtime pull shared
-// by concurrent callers with the same credentials, and kubelet's errors and
-// events.
+// by concurrent callers whose requests are equal, and kubelet's errors and
+// events; images/pullrecords keeps kubelet's records of which credentials
+// pulled which image (ensure secret-pulled images).
 //
 // mounts turns a container's volume mounts into runtime mounts: safe
 // subPaths that never resolve outside their volume, the managed /etc/hosts,

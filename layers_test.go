@@ -41,14 +41,16 @@ var rules = map[string]rule{
 	"defaults":     {forbid: append([]string{grpc, "k8s.io/cri-api"}, heavyDeps...)},
 	"mounts":       {module: []string{"internal/expansion"}, forbid: append([]string{grpc, "google.golang.org/protobuf", "k8s.io/cri-api"}, heavyDeps...)},
 	"criconfig":    {module: []string{"mounts", "internal/..."}, forbid: heavyDeps},
-	"images":       {module: []string{"credentials", "runtime", "internal/..."}, forbid: heavyDeps},
-	"podsync":      {module: []string{"criconfig", "images", "mounts", "runtime", "internal/..."}, forbid: heavyDeps},
-	"apistatus":    {module: []string{"podsync", "criconfig"}, forbid: heavyDeps},
-	"podworker":    {module: []string{"podsync", "apistatus", "probes", "runtime"}, forbid: heavyDeps},
-	"probes":       {module: []string{"podsync", "images", "runtime", "internal/..."}, forbid: heavyDeps},
-	"internal/...": {module: []string{"runtime", "runtime/fake", "internal/..."}, forbid: heavyDeps},
-	"examples/...": {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes", clientGo}},
-	"test/...":     {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes", clientGo}},
+	"images":       {module: []string{"credentials", "images/pullrecords", "runtime", "internal/..."}, forbid: heavyDeps},
+	// pullrecords is bookkeeping: files and policies, no podstart runtime.
+	"images/pullrecords": {forbid: heavyDeps},
+	"podsync":            {module: []string{"criconfig", "images", "mounts", "runtime", "internal/..."}, forbid: heavyDeps},
+	"apistatus":          {module: []string{"podsync", "criconfig"}, forbid: heavyDeps},
+	"podworker":          {module: []string{"podsync", "apistatus", "probes", "runtime"}, forbid: heavyDeps},
+	"probes":             {module: []string{"podsync", "images", "runtime", "internal/..."}, forbid: heavyDeps},
+	"internal/...":       {module: []string{"runtime", "runtime/fake", "internal/..."}, forbid: heavyDeps},
+	"examples/...":       {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes", clientGo}},
+	"test/...":           {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes", clientGo}},
 }
 
 type pkg struct {

@@ -23,10 +23,19 @@ func BenchmarkComputePodActions(b *testing.B) {
 		pod.Spec.InitContainers = append(pod.Spec.InitContainers, c)
 		st.ContainerStatuses = append(st.ContainerStatuses, s)
 	}
+	// As SyncPod sees a steady pod: every container with resources, and
+	// the record of what was applied, so each running one is compared
+	// for an in-place resize.
+	st.ActuatedResources = map[string]corev1.ResourceRequirements{}
 	for i := 0; i < 10; i++ {
-		c := corev1.Container{Name: fmt.Sprintf("app%d", i), Image: "busybox"}
+		c := corev1.Container{Name: fmt.Sprintf("app%d", i), Image: "busybox", Resources: rr("100m", "500m", "64Mi", "128Mi")}
 		pod.Spec.Containers = append(pod.Spec.Containers, c)
 		st.ContainerStatuses = append(st.ContainerStatuses, running(c.Name))
+		st.ActuatedResources[c.Name] = rr("100m", "500m", "64Mi", "128Mi")
+	}
+	for i := range pod.Spec.InitContainers {
+		pod.Spec.InitContainers[i].Resources = rr("100m", "", "", "64Mi")
+		st.ActuatedResources[pod.Spec.InitContainers[i].Name] = rr("100m", "", "", "64Mi")
 	}
 	b.ReportAllocs()
 	for b.Loop() {
