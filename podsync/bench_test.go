@@ -26,16 +26,16 @@ func BenchmarkComputePodActions(b *testing.B) {
 	// As SyncPod sees a steady pod: every container with resources, and
 	// the record of what was applied, so each running one is compared
 	// for an in-place resize.
-	st.ActuatedResources = map[string]corev1.ResourceRequirements{}
+	st.ActuatedResources = map[string]ResourceValues{}
 	for i := 0; i < 10; i++ {
 		c := corev1.Container{Name: fmt.Sprintf("app%d", i), Image: "busybox", Resources: rr("100m", "500m", "64Mi", "128Mi")}
 		pod.Spec.Containers = append(pod.Spec.Containers, c)
 		st.ContainerStatuses = append(st.ContainerStatuses, running(c.Name))
-		st.ActuatedResources[c.Name] = rr("100m", "500m", "64Mi", "128Mi")
+		st.ActuatedResources[c.Name] = rv("100m", "500m", "64Mi", "128Mi")
 	}
 	for i := range pod.Spec.InitContainers {
 		pod.Spec.InitContainers[i].Resources = rr("100m", "", "", "64Mi")
-		st.ActuatedResources[pod.Spec.InitContainers[i].Name] = rr("100m", "", "", "64Mi")
+		st.ActuatedResources[pod.Spec.InitContainers[i].Name] = rv("100m", "", "", "64Mi")
 	}
 	b.ReportAllocs()
 	for b.Loop() {

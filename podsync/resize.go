@@ -21,7 +21,10 @@ import (
 // resourceRequirements): memory in bytes, CPU in millicores, limits with
 // the pod-level limit where the container sets none.
 type ResourceValues struct {
-	MemoryLimit, MemoryRequest, CPULimit, CPURequest int64
+	MemoryLimit   int64 `json:"memoryLimit,omitempty"`
+	MemoryRequest int64 `json:"memoryRequest,omitempty"`
+	CPULimit      int64 `json:"cpuLimit,omitempty"`
+	CPURequest    int64 `json:"cpuRequest,omitempty"`
 }
 
 // ContainerToUpdate is a running container whose CPU or memory changes in
@@ -39,8 +42,8 @@ type ContainerToUpdate struct {
 // v1.36): a limit the container does not set is the pod's.
 func ResourceValuesOf(podResources, c *corev1.ResourceRequirements) ResourceValues {
 	v := ResourceValues{}
-	// Read in place rather than through mergedLimits: this runs for every
-	// running container on every sync.
+	// Looked up in place, without building kubelet's merged limits: this
+	// runs for every running container on every sync.
 	if q, ok := c.Limits[corev1.ResourceMemory]; ok {
 		v.MemoryLimit = q.Value()
 	}
@@ -64,25 +67,6 @@ func ResourceValuesOf(podResources, c *corev1.ResourceRequirements) ResourceValu
 	return v
 }
 
-// mergedLimits is kubelet's GetLimits: the container's limits, with the
-// pod-level CPU and memory limits where the container's are zero.
-func mergedLimits(podResources, c *corev1.ResourceRequirements) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	if c != nil && c.Limits != nil {
-		out = c.Limits.DeepCopy()
-	}
-	if podResources == nil || len(podResources.Limits) == 0 {
-		return out
-	}
-	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		q := out[name]
-		if p, ok := podResources.Limits[name]; ok && q.IsZero() && !p.IsZero() {
-			out[name] = p.DeepCopy()
-		}
-	}
-	return out
-}
-
 // computeResize is kubelet's computePodResizeAction for the running
 // container c at index idx: it queues in-place updates in a (decreases
 // before increases, per resource) or, when c's resize policy says
@@ -95,9 +79,8 @@ func computeResize(pod *corev1.Pod, c *corev1.Container, s *ContainerStatus, sta
 	}
 	// A missing record counts as zero, as in kubelet: an idempotent update
 	// for NotRequired, a restart for RestartContainer.
-	applied := status.ActuatedResources[c.Name]
+	current := status.ActuatedResources[c.Name]
 	desired := ResourceValuesOf(pod.Spec.Resources, &c.Resources)
-	current := ResourceValuesOf(nil, &applied)
 	if desired == current {
 		return true
 	}
@@ -158,8 +141,7 @@ func ResizeInProgress(pod *corev1.Pod, status *PodStatus) bool {
 		if s == nil || s.State != ContainerStateRunning {
 			return false
 		}
-		applied := status.ActuatedResources[c.Name]
-		return ResourceValuesOf(pod.Spec.Resources, &c.Resources) != ResourceValuesOf(nil, &applied)
+		return ResourceValuesOf(pod.Spec.Resources, &c.Resources) != status.ActuatedResources[c.Name]
 	}
 	for i := range pod.Spec.InitContainers {
 		if IsRestartableInitContainer(&pod.Spec.InitContainers[i]) && differs(&pod.Spec.InitContainers[i]) {
@@ -215,9 +197,7 @@ func (s *Syncer) resize(ctx context.Context, pod *corev1.Pod, a Actions, sr *Syn
 			}
 			*cur = next
 			s.cache.forget(u.ID)
-			applied := c.Resources
-			applied.Limits = mergedLimits(pod.Spec.Resources, &c.Resources)
-			if err := s.actuated.set(pod.UID, u.Name, applied); err != nil {
+			if err := s.actuated.set(pod.UID, u.Name, next); err != nil {
 				fail(err)
 				return
 			}
@@ -313,37 +293,37 @@ type actuatedStore struct {
 	root string // <root>/pods
 
 	mu   sync.Mutex
-	pods map[types.UID]map[string]corev1.ResourceRequirements
+	pods map[types.UID]map[string]ResourceValues
 }
 
 const actuatedFile = "actuated-resources"
 
 func newActuatedStore(root string) *actuatedStore {
-	return &actuatedStore{root: filepath.Join(root, "pods"), pods: map[types.UID]map[string]corev1.ResourceRequirements{}}
+	return &actuatedStore{root: filepath.Join(root, "pods"), pods: map[types.UID]map[string]ResourceValues{}}
 }
 
 // get returns a copy of the pod's records, read from disk on first use.
-func (st *actuatedStore) get(uid types.UID) map[string]corev1.ResourceRequirements {
+func (st *actuatedStore) get(uid types.UID) map[string]ResourceValues {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	m := st.load(uid)
-	out := make(map[string]corev1.ResourceRequirements, len(m))
+	out := make(map[string]ResourceValues, len(m))
 	for k, v := range m {
 		out[k] = v
 	}
 	return out
 }
 
-func (st *actuatedStore) load(uid types.UID) map[string]corev1.ResourceRequirements {
+func (st *actuatedStore) load(uid types.UID) map[string]ResourceValues {
 	if m, ok := st.pods[uid]; ok {
 		return m
 	}
-	m := map[string]corev1.ResourceRequirements{}
+	m := map[string]ResourceValues{}
 	if b, err := os.ReadFile(filepath.Join(st.root, string(uid), actuatedFile)); err == nil {
 		// A damaged record is dropped: the next resize applies the spec
 		// again, which is idempotent.
 		if json.Unmarshal(b, &m) != nil {
-			m = map[string]corev1.ResourceRequirements{}
+			m = map[string]ResourceValues{}
 		}
 	}
 	st.pods[uid] = m
@@ -353,11 +333,11 @@ func (st *actuatedStore) load(uid types.UID) map[string]corev1.ResourceRequireme
 // set records what container name of pod uid now runs with, on disk
 // (written to a temporary file and renamed, so a crash leaves the old
 // record or the new one).
-func (st *actuatedStore) set(uid types.UID, name string, r corev1.ResourceRequirements) error {
+func (st *actuatedStore) set(uid types.UID, name string, r ResourceValues) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	m := st.load(uid)
-	m[name] = *r.DeepCopy()
+	m[name] = r
 	dir := filepath.Join(st.root, string(uid))
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("record applied resources of container %q: %w", name, err)

@@ -26,6 +26,12 @@ func rr(cpuReq, cpuLim, memReq, memLim string) corev1.ResourceRequirements {
 	return r
 }
 
+// rv is rr as the values a resize compares.
+func rv(cpuReq, cpuLim, memReq, memLim string) ResourceValues {
+	r := rr(cpuReq, cpuLim, memReq, memLim)
+	return ResourceValuesOf(nil, &r)
+}
+
 // update names the containers queued for one resource, in order.
 func updates(a Actions, name corev1.ResourceName) []string {
 	var out []string
@@ -91,17 +97,17 @@ func TestComputePodActionsResize(t *testing.T) {
 		{name: "pod-level limit followed by a container without its own", mutate: func(p *corev1.Pod, st *PodStatus) {
 			p.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
 			p.Spec.Containers[0].Resources = rr("100m", "", "100Mi", "200Mi")
-			st.ActuatedResources["foo1"] = rr("100m", "500m", "100Mi", "200Mi")
+			st.ActuatedResources["foo1"] = rv("100m", "500m", "100Mi", "200Mi")
 		}, cpu: []string{"foo1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := basePod()
 			st := statusOf(ready(), running("foo1"), running("foo2"), running("foo3"))
-			st.ActuatedResources = map[string]corev1.ResourceRequirements{}
+			st.ActuatedResources = map[string]ResourceValues{}
 			for i := range pod.Spec.Containers {
 				pod.Spec.Containers[i].Resources = rr("100m", "200m", "100Mi", "200Mi")
-				st.ActuatedResources[pod.Spec.Containers[i].Name] = rr("100m", "200m", "100Mi", "200Mi")
+				st.ActuatedResources[pod.Spec.Containers[i].Name] = rv("100m", "200m", "100Mi", "200Mi")
 			}
 			tt.mutate(pod, st)
 			a := ComputePodActions(pod, st, nil)
@@ -146,7 +152,7 @@ func TestComputePodActionsResizeInitContainers(t *testing.T) {
 		pod.Spec.InitContainers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.RestartContainer}}
 		pod.Spec.InitContainers[0].Resources = rr("200m", "", "", "")
 		st := statusOf(ready(), running("init1"), running("foo1"), running("foo2"))
-		st.ActuatedResources = map[string]corev1.ResourceRequirements{"init1": rr("100m", "", "", "")}
+		st.ActuatedResources = map[string]ResourceValues{"init1": rv("100m", "", "", "")}
 		a := ComputePodActions(pod, st, nil)
 		if k, ok := a.ContainersToKill["id-init1"]; !ok || k.Message != "Container init1 resize requires restart" {
 			t.Fatalf("kill %+v", a.ContainersToKill)
@@ -159,7 +165,7 @@ func TestComputePodActionsResizeInitContainers(t *testing.T) {
 		pod := initPod(true)
 		pod.Spec.InitContainers[0].Resources = rr("200m", "", "", "")
 		st := statusOf(ready(), running("init1"), running("foo1"), running("foo2"))
-		st.ActuatedResources = map[string]corev1.ResourceRequirements{"init1": rr("100m", "", "", "")}
+		st.ActuatedResources = map[string]ResourceValues{"init1": rv("100m", "", "", "")}
 		a := ComputePodActions(pod, st, nil)
 		if got := updates(a, corev1.ResourceCPU); !reflect.DeepEqual(got, []string{"init1"}) || len(a.ContainersToKill) > 0 {
 			t.Fatalf("cpu updates %v, kills %v", got, a.ContainersToKill)
@@ -169,7 +175,7 @@ func TestComputePodActionsResizeInitContainers(t *testing.T) {
 		pod := initPod(false)
 		pod.Spec.InitContainers[0].Resources = rr("", "", "", "300Mi")
 		st := statusOf(ready(), running("init1"))
-		st.ActuatedResources = map[string]corev1.ResourceRequirements{"init1": rr("", "", "", "200Mi")}
+		st.ActuatedResources = map[string]ResourceValues{"init1": rv("", "", "", "200Mi")}
 		a := ComputePodActions(pod, st, nil)
 		if got := updates(a, corev1.ResourceMemory); !reflect.DeepEqual(got, []string{"init1"}) {
 			t.Fatalf("memory updates %v", got)
@@ -183,7 +189,7 @@ func BenchmarkComputePodActionsResize(b *testing.B) {
 		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "app" + string(rune('a'+i)), Image: "busybox"})
 	}
 	st := statusOf(ready())
-	st.ActuatedResources = map[string]corev1.ResourceRequirements{}
+	st.ActuatedResources = map[string]ResourceValues{}
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		st.ContainerStatuses = append(st.ContainerStatuses, exited(c.Name, 0))
@@ -194,7 +200,7 @@ func BenchmarkComputePodActionsResize(b *testing.B) {
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		c.Resources = rr("200m", "400m", "100Mi", "200Mi")
-		st.ActuatedResources[c.Name] = rr("100m", "400m", "100Mi", "200Mi")
+		st.ActuatedResources[c.Name] = rv("100m", "400m", "100Mi", "200Mi")
 		st.ContainerStatuses = append(st.ContainerStatuses, running(c.Name))
 	}
 	b.ReportAllocs()

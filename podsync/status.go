@@ -4,7 +4,6 @@ import (
 	"math"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -100,11 +99,11 @@ type PodStatus struct {
 	// ContainerStatuses, newest first: an instance restarted later comes
 	// before its older instances.
 	ContainerStatuses []*ContainerStatus
-	// ActuatedResources are the resources last applied to each container,
-	// by name (kubelet's actuated state): what an in-place resize compares
-	// the spec with. SyncPod fills it from its records when nil; with a
-	// nil map ComputePodActions computes no resize.
-	ActuatedResources map[string]corev1.ResourceRequirements
+	// ActuatedResources are the CPU and memory last applied to each
+	// container, by name (kubelet's actuated state): what an in-place
+	// resize compares the spec with. SyncPod fills it from its records when
+	// nil; with a nil map ComputePodActions computes no resize.
+	ActuatedResources map[string]ResourceValues
 }
 
 // FindContainerStatusByName returns the newest instance of the named

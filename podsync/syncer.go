@@ -532,9 +532,7 @@ func (s *Syncer) startContainer(ctx context.Context, sandboxID string, sandboxCo
 		}
 		// As kubelet, the resources count as applied once the config
 		// carrying them is made.
-		applied := c.Resources
-		applied.Limits = mergedLimits(pod.Spec.Resources, &c.Resources)
-		if err := s.actuated.set(pod.UID, c.Name, applied); err != nil {
+		if err := s.actuated.set(pod.UID, c.Name, ResourceValuesOf(pod.Spec.Resources, &c.Resources)); err != nil {
 			msg = err.Error()
 			return stepError(ErrCreateContainerConfig, err)
 		}
