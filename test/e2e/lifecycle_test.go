@@ -75,8 +75,14 @@ func TestKillPodOnContainerd(t *testing.T) {
 	hooks := lastApp.Sub(start)
 	t.Logf("KillPod took %v; both apps finished %v after it began (hooks 300 ms each), app1/app2 %v apart; sidecar %v after the last app",
 		took.Round(time.Millisecond), hooks.Round(time.Millisecond), finished["app1"].Sub(finished["app2"]).Abs().Round(time.Millisecond), finished["sidecar"].Sub(lastApp).Round(time.Millisecond))
-	if hooks < 300*time.Millisecond || hooks > 580*time.Millisecond {
-		t.Errorf("apps finished %v after the kill began, want about 300 ms (600 would mean hooks in series)", hooks)
+	// In parallel the two 300 ms hooks end together; in series the second
+	// app would stop 300 ms or more after the first. (The time from the
+	// kill to the stops depends on the machine's load; their gap does not.)
+	if hooks < 300*time.Millisecond {
+		t.Errorf("apps finished %v after the kill began, before their 300 ms hooks could end", hooks)
+	}
+	if gap := finished["app1"].Sub(finished["app2"]).Abs(); gap > 250*time.Millisecond {
+		t.Errorf("app1 and app2 stopped %v apart: their pre-stop hooks ran in series", gap)
 	}
 	if !finished["sidecar"].After(lastApp) {
 		t.Errorf("sidecar finished at %v, before the last app at %v", finished["sidecar"], lastApp)
