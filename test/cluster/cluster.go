@@ -201,7 +201,7 @@ func Start(ctx context.Context, dir string, opts Options) (c *Cluster, err error
 	if err != nil {
 		return c, err
 	}
-	if err := c.waitHTTP(ctx, "etcd", http.DefaultClient, c.EtcdURL+"/health"); err != nil {
+	if err := c.waitHTTP(ctx, "etcd", &http.Client{Timeout: 5 * time.Second}, c.EtcdURL+"/health"); err != nil {
 		return c, err
 	}
 

@@ -15,33 +15,8 @@ import (
 	"time"
 )
 
-// start skips the test when build.sh has not built the binaries, or fails
-// it when PODSTART_E2E_REQUIRED=1 (as the e2e tier does), then starts a
-// cluster in a temporary directory that is stopped when the test ends.
-func start(t *testing.T, opts Options) *Cluster {
-	t.Helper()
-	if _, _, err := Binaries(opts.BinDir); err != nil {
-		if os.Getenv("PODSTART_E2E_REQUIRED") == "1" {
-			t.Fatalf("PODSTART_E2E_REQUIRED=1 but %v", err)
-		}
-		t.Skipf("the cluster tier needs its binaries: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c, err := Start(ctx, t.TempDir(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	return c
-}
-
 func TestSmoke(t *testing.T) {
-	c := start(t, Options{NodeName: "smoke-node"})
+	c := StartT(t, Options{NodeName: "smoke-node"})
 	t.Logf("Start took %v (etcd %s, kube-apiserver %s, dir %s)", c.StartupTime.Round(time.Millisecond), c.EtcdURL, c.Server, c.Dir)
 
 	admin, err := c.AdminClient()
@@ -171,4 +146,35 @@ func processesMentioning(t *testing.T, s string) []string {
 		found = append(found, fmt.Sprintf("%d: %s", pid, strings.ReplaceAll(string(bytes.TrimRight(cmdline, "\x00")), "\x00", " ")))
 	}
 	return found
+}
+
+// A kube-apiserver that exits makes Start fail at once with its log, and
+// leaves no etcd running.
+func TestStartFailsWhenAPIServerExits(t *testing.T) {
+	_, etcd, err := Binaries("")
+	if err != nil {
+		t.Skip(err)
+	}
+	bin := t.TempDir()
+	if err := os.Symlink(etcd, filepath.Join(bin, "etcd")); err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\necho 'pretend flag error' >&2\nexit 3\n"
+	if err := os.WriteFile(filepath.Join(bin, "kube-apiserver"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := Start(ctx, dir, Options{BinDir: bin})
+	if err == nil {
+		c.Stop()
+		t.Fatal("Start succeeded with a kube-apiserver that exits")
+	}
+	if !strings.Contains(err.Error(), "kube-apiserver exited") || !strings.Contains(err.Error(), "pretend flag error") {
+		t.Errorf("error does not say kube-apiserver exited, with its log: %v", err)
+	}
+	if left := processesMentioning(t, dir); len(left) != 0 {
+		t.Errorf("processes left after a failed Start: %v", left)
+	}
 }
