@@ -13,6 +13,8 @@
 # podstart's go.mod never requires k8s.io/kubernetes. etcd's own module
 # cannot be "go install"ed at a version (its go.mod has local replaces), so
 # it is built inside this module with the versions Kubernetes selects.
+# Measured on 2 cores shared with other builds: 815s from an empty build
+# cache, 93s after test/kubelet/build.sh, 22s (two links) when unchanged.
 #
 #   bash test/cluster/build.sh              both
 #   bash test/cluster/build.sh etcd         one of them

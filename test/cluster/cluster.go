@@ -128,6 +128,9 @@ func Start(ctx context.Context, dir string, opts Options) (c *Cluster, err error
 	if err != nil {
 		return nil, err
 	}
+	if dir == "" {
+		return nil, errors.New("cluster.Start: no directory")
+	}
 	dir, err = filepath.Abs(dir)
 	if err != nil {
 		return nil, err
