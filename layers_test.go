@@ -50,6 +50,8 @@ var rules = map[string]rule{
 	"probes":             {module: []string{"podsync", "images", "runtime", "internal/..."}, forbid: heavyDeps},
 	"internal/...":       {module: []string{"runtime", "runtime/fake", "internal/..."}, forbid: heavyDeps},
 	"examples/...":       {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes", clientGo}},
+	// The reference node agent talks to an API server: client-go here only.
+	"examples/nodeagent": {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes"}},
 	"test/...":           {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes", clientGo}},
 }
 
