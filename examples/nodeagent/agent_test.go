@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/podstart/podstart/defaults"
+	"github.com/podstart/podstart/podsync"
+	"github.com/podstart/podstart/runtime/fake"
+)
+
+const nodeName = "agent-1"
+
+type harness struct {
+	client *k8sfake.Clientset
+	clock  *testingclock.FakeClock
+	rt     *fake.Runtime
+	root   string
+}
+
+// start runs the agent against a fake API server and runtime/fake until
+// the test ends, and waits until it is ready.
+func start(t *testing.T, objs ...any) *harness {
+	t.Helper()
+	h := &harness{
+		client: k8sfake.NewClientset(),
+		clock:  testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
+		rt:     fake.New(),
+		root:   t.TempDir(),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Config{Client: h.client, Runtime: h.rt, NodeName: nodeName, RootDir: h.root,
+			PodLogsDir: filepath.Join(h.root, "logs"), Clock: h.clock, Ready: func() { close(ready) }})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("Run ended before ready: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("agent not ready after 30s")
+	}
+	return h
+}
+
+// eventually waits until cond holds, failing the test at the deadline.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
+	}
+}
+
+func testPod(name string) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name + "-uid")},
+		Spec: corev1.PodSpec{
+			NodeName:   nodeName,
+			Containers: []corev1.Container{{Name: "app", Image: "busybox:1.35"}},
+		},
+	}
+	defaults.Pod(pod) // what the API server would have set
+	return pod
+}
+
+func (h *harness) get(t *testing.T, name string) (*corev1.Pod, bool) {
+	pod, err := h.client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pod, true
+}
+
+func TestPodReachesRunning(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "default"}, Data: map[string][]byte{"token": []byte("s3cret")}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: "default"}, Data: map[string]string{"app.conf": "x=1"}}
+	if _, err := h.client.CoreV1().Secrets("default").Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.client.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := testPod("web")
+	pod.Spec.Volumes = []corev1.Volume{
+		{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}},
+		{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}}}},
+		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "creds", MountPath: "/creds"}, {Name: "conf", MountPath: "/conf"}, {Name: "scratch", MountPath: "/scratch"}}
+	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "token"}}}}
+	if _, err := h.client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	var got *corev1.Pod
+	eventually(t, "pod Running and Ready", func() bool {
+		p, ok := h.get(t, "web")
+		got = p
+		return ok && p.Status.Phase == corev1.PodRunning && ready(p.Status)
+	})
+	if len(got.Status.ContainerStatuses) != 1 || got.Status.ContainerStatuses[0].State.Running == nil || !got.Status.ContainerStatuses[0].Ready {
+		t.Errorf("container statuses %+v", got.Status.ContainerStatuses)
+	}
+	if cs := got.Status.ContainerStatuses[0]; cs.ContainerID == "" || cs.ImageID == "" {
+		t.Errorf("container status without IDs: %+v", cs)
+	}
+	for _, c := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
+		if !hasCondition(got.Status, c) {
+			t.Errorf("no %s=True condition in %+v", c, got.Status.Conditions)
+		}
+	}
+	if got.Status.PodIP == "" || got.Status.StartTime == nil {
+		t.Errorf("podIP %q, startTime %v", got.Status.PodIP, got.Status.StartTime)
+	}
+
+	// Volumes as kubelet's AtomicWriter leaves them.
+	vdir := filepath.Join(podsync.PodDir(h.root, pod), "volumes")
+	for path, want := range map[string]string{
+		"kubernetes.io~secret/creds/token":      "s3cret",
+		"kubernetes.io~configmap/conf/app.conf": "x=1",
+	} {
+		b, err := os.ReadFile(filepath.Join(vdir, path))
+		if err != nil || string(b) != want {
+			t.Errorf("%s: %q, %v; want %q", path, b, err, want)
+		}
+		if target, err := os.Readlink(filepath.Join(vdir, path)); err != nil || target != filepath.Join("..data", filepath.Base(path)) {
+			t.Errorf("%s links to %q (%v), want through ..data", path, target, err)
+		}
+	}
+	// The container got the secret's value in its environment and the
+	// volumes as mounts.
+	var create *runtimeapi.CreateContainerRequest
+	for _, c := range h.rt.Calls() {
+		if r, ok := c.Request.(*runtimeapi.CreateContainerRequest); ok {
+			create = r
+		}
+	}
+	if create == nil {
+		t.Fatal("no CreateContainer call")
+	}
+	env := map[string]string{}
+	for _, kv := range create.Config.Envs {
+		env[kv.Key] = string(kv.Value)
+	}
+	if env["TOKEN"] != "s3cret" {
+		t.Errorf("env TOKEN = %q", env["TOKEN"])
+	}
+	mounted := map[string]string{}
+	for _, m := range create.Config.Mounts {
+		mounted[m.ContainerPath] = m.HostPath
+	}
+	if mounted["/creds"] != filepath.Join(vdir, "kubernetes.io~secret/creds") {
+		t.Errorf("mounts %v", mounted)
+	}
+}
+
+func ready(s corev1.PodStatus) bool { return hasCondition(s, corev1.PodReady) }
+
+func hasCondition(s corev1.PodStatus, t corev1.PodConditionType) bool {
+	for _, c := range s.Conditions {
+		if c.Type == t && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func TestGracefulDeletion(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	pod := testPod("doomed")
+	if _, err := h.client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "pod Running", func() bool {
+		p, ok := h.get(t, "doomed")
+		return ok && p.Status.Phase == corev1.PodRunning
+	})
+	// What the API server does on a graceful delete: it sets the deletion
+	// timestamp and grace period and waits for the kubelet.
+	p, _ := h.get(t, "doomed")
+	now := metav1.NewTime(time.Now())
+	grace := int64(30)
+	p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace
+	if _, err := h.client.CoreV1().Pods("default").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "pod object deleted", func() bool {
+		_, ok := h.get(t, "doomed")
+		return !ok
+	})
+	sandboxes, err := h.rt.ListPodSandbox(ctx, nil)
+	if err != nil || len(sandboxes) != 0 {
+		t.Errorf("sandboxes left: %v, %v", sandboxes, err)
+	}
+	if _, err := os.Stat(podsync.PodDir(h.root, pod)); !os.IsNotExist(err) {
+		t.Errorf("pod directory left: %v", err)
+	}
+}
+
+func TestNodeAndLease(t *testing.T) {
+	h := start(t)
+	ctx := context.Background()
+	node, err := h.client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := node.Status.NodeInfo.KubeletVersion; v != "v1.36.3-podstart" {
+		t.Errorf("kubeletVersion %q", v)
+	}
+	if v := node.Status.NodeInfo.ContainerRuntimeVersion; v == "" {
+		t.Error("no containerRuntimeVersion")
+	}
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods} {
+		if q, ok := node.Status.Capacity[r]; !ok || q.IsZero() {
+			t.Errorf("capacity %s = %v", r, q)
+		}
+		if _, ok := node.Status.Allocatable[r]; !ok {
+			t.Errorf("no allocatable %s", r)
+		}
+	}
+	want := map[corev1.NodeConditionType]string{corev1.NodeReady: "True", corev1.NodeMemoryPressure: "False", corev1.NodeDiskPressure: "False", corev1.NodePIDPressure: "False"}
+	for _, c := range node.Status.Conditions {
+		if string(c.Status) == want[c.Type] {
+			delete(want, c.Type)
+		}
+		if c.Type == corev1.NodeReady && c.Reason != "KubeletReady" {
+			t.Errorf("Ready reason %q", c.Reason)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("conditions missing or wrong: %v in %+v", want, node.Status.Conditions)
+	}
+	types := map[corev1.NodeAddressType]bool{}
+	for _, a := range node.Status.Addresses {
+		types[a.Type] = true
+	}
+	if !types[corev1.NodeInternalIP] || !types[corev1.NodeHostName] {
+		t.Errorf("addresses %+v", node.Status.Addresses)
+	}
+
+	renewTime := func() time.Time {
+		l, err := h.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, nodeName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return time.Time{}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *l.Spec.HolderIdentity != nodeName || *l.Spec.LeaseDurationSeconds != 40 || len(l.OwnerReferences) != 1 || l.OwnerReferences[0].UID != node.UID {
+			t.Errorf("lease spec %+v, owners %+v", l.Spec, l.OwnerReferences)
+		}
+		return l.Spec.RenewTime.Time
+	}
+	t0 := h.clock.Now()
+	eventually(t, "lease created", func() bool { return renewTime().Equal(t0) })
+	eventually(t, "heartbeat tickers armed", h.clock.HasWaiters)
+	h.clock.Step(leasePeriod)
+	eventually(t, "lease renewed", func() bool { return renewTime().Equal(t0.Add(leasePeriod)) })
+	eventually(t, "node status heartbeat", func() bool {
+		n, err := h.client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.LastHeartbeatTime.Time.Equal(t0.Add(nodeStatusPeriod)) && c.LastTransitionTime.Time.Equal(t0)
+			}
+		}
+		return false
+	})
+}

@@ -1,0 +1,97 @@
+// Command nodeagent is podstart's reference node agent: it joins a cluster as
+// a node and runs the pods bound to it the way kubelet does, so the control
+// plane cannot tell it from a kubelet for those pods. It registers the Node
+// (capacity, addresses, conditions, node info), renews the node's Lease in
+// kube-node-lease, watches the pods bound to it, runs them through
+// podworker, patches their status, fetches their pull secrets, writes their
+// Secret and ConfigMap volumes, and honours deletion with graceful
+// termination before deleting the pod object.
+//
+// Everything about pods comes from podstart's public API; the rest (the
+// API client, informer, events) is client-go. By default it runs the
+// built-in fake runtime in process, so it runs anywhere:
+//
+//	go run ./examples/nodeagent -kubeconfig ~/.kube/config -node-name agent-1
+//	go run ./examples/nodeagent -kubeconfig ~/.kube/config -node-name agent-1 \
+//		-cri unix:///run/containerd/containerd.sock -root-dir /var/lib/podstart -pod-logs-dir /var/log/pods
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+
+	"github.com/podstart/podstart/runtime"
+	"github.com/podstart/podstart/runtime/fake"
+)
+
+func main() {
+	kubeconfig := flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster to join")
+	nodeName := flag.String("node-name", "", "the node's name (default: the hostname)")
+	endpoint := flag.String("cri", "", "CRI endpoint, e.g. unix:///run/containerd/containerd.sock; default: the built-in fake runtime")
+	rootDir := flag.String("root-dir", filepath.Join(os.TempDir(), "podstart-agent"), "kubelet-style root dir (pod directories and volumes)")
+	logsDir := flag.String("pod-logs-dir", "", "pod log directory (default: <root-dir>/logs)")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *kubeconfig, *nodeName, *endpoint, *rootDir, *logsDir); err != nil {
+		fmt.Fprintln(os.Stderr, "nodeagent:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir string) error {
+	if nodeName == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return err
+		}
+		nodeName = h
+	}
+	if logsDir == "" {
+		logsDir = filepath.Join(rootDir, "logs")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	var rt runtime.Runtime = fake.New()
+	if endpoint != "" {
+		c, err := runtime.Dial(ctx, endpoint)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		rt = c
+	}
+	return Run(ctx, Config{
+		Client:     client,
+		Runtime:    rt,
+		NodeName:   nodeName,
+		RootDir:    rootDir,
+		PodLogsDir: logsDir,
+		Clock:      clock.RealClock{},
+	})
+}
+
+// nodeStatusPeriod and leasePeriod are kubelet's nodeStatusUpdateFrequency
+// and its lease renew interval (a quarter of the 40 s lease duration).
+const (
+	leaseDuration    = 40 * time.Second
+	leasePeriod      = 10 * time.Second
+	nodeStatusPeriod = 10 * time.Second
+)

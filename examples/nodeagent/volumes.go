@@ -1,0 +1,304 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/podstart/podstart/mounts"
+	"github.com/podstart/podstart/podsync"
+)
+
+// volumes is the agent's podsync.VolumeProvider: Secret and ConfigMap
+// volumes are written from the API under the pod's directory (kubelet's
+// volumes/kubernetes.io~secret/<name>), the rest is podsync's
+// DefaultVolumes. Each sync writes them again, so a changed Secret reaches
+// the pod as it does with kubelet.
+type volumes struct {
+	client  kubernetes.Interface
+	rootDir string
+}
+
+func (v *volumes) Volumes(ctx context.Context, pod *corev1.Pod) (mounts.VolumeMap, error) {
+	// DefaultVolumes refuses a pod with any volume it does not know, so
+	// it gets a copy of the pod holding only the others (a podstart gap).
+	rest := pod.DeepCopy()
+	rest.Spec.Volumes = nil
+	var ours []corev1.Volume
+	for _, vol := range pod.Spec.Volumes {
+		if vol.Secret != nil || vol.ConfigMap != nil {
+			ours = append(ours, vol)
+		} else {
+			rest.Spec.Volumes = append(rest.Spec.Volumes, vol)
+		}
+	}
+	out, err := podsync.DefaultVolumes{RootDir: v.rootDir}.Volumes(ctx, rest)
+	if err != nil {
+		return nil, err
+	}
+	for _, vol := range ours {
+		plugin, files, err := v.payload(ctx, pod.Namespace, vol)
+		if err != nil {
+			return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
+		}
+		dir := filepath.Join(podsync.PodDir(v.rootDir, pod), "volumes", plugin, vol.Name)
+		if err := writeAtomic(dir, files); err != nil {
+			return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
+		}
+		out[vol.Name] = mounts.Volume{HostPath: dir, ReadOnly: true, SELinuxRelabel: true}
+	}
+	return out, nil
+}
+
+// file is one file of a volume's payload.
+type file struct {
+	data []byte
+	mode os.FileMode
+}
+
+// payload fetches a Secret or ConfigMap volume's object and maps it to
+// files, as kubelet's secret and configmap plugins do (items, modes,
+// optional).
+func (v *volumes) payload(ctx context.Context, ns string, vol corev1.Volume) (string, map[string]file, error) {
+	var (
+		plugin, name string
+		data         = map[string][]byte{}
+		items        []corev1.KeyToPath
+		mode         *int32
+		optional     *bool
+		err          error
+	)
+	if s := vol.Secret; s != nil {
+		plugin, name, items, mode, optional = "kubernetes.io~secret", s.SecretName, s.Items, s.DefaultMode, s.Optional
+		var obj *corev1.Secret
+		if obj, err = v.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+			data = obj.Data
+		}
+	} else {
+		c := vol.ConfigMap
+		plugin, name, items, mode, optional = "kubernetes.io~configmap", c.Name, c.Items, c.DefaultMode, c.Optional
+		var obj *corev1.ConfigMap
+		if obj, err = v.client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+			for k, s := range obj.Data {
+				data[k] = []byte(s)
+			}
+			for k, b := range obj.BinaryData {
+				data[k] = b
+			}
+		}
+	}
+	isOptional := optional != nil && *optional
+	if apierrors.IsNotFound(err) && isOptional {
+		return plugin, map[string]file{}, nil
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	defMode := os.FileMode(0o644)
+	if mode != nil {
+		defMode = os.FileMode(*mode)
+	}
+	files := map[string]file{}
+	if len(items) == 0 {
+		for k, b := range data {
+			files[k] = file{b, defMode}
+		}
+		return plugin, files, nil
+	}
+	for _, it := range items {
+		b, ok := data[it.Key]
+		if !ok {
+			if isOptional {
+				continue
+			}
+			return "", nil, fmt.Errorf("configmap or secret %s/%s has no key %q", ns, name, it.Key)
+		}
+		m := defMode
+		if it.Mode != nil {
+			m = os.FileMode(*it.Mode)
+		}
+		files[it.Path] = file{b, m}
+	}
+	return plugin, files, nil
+}
+
+// writeAtomic is kubelet's AtomicWriter: the payload is written to a new
+// timestamped directory, the ..data symlink is swapped to it with a rename,
+// and each top-level name is a symlink through ..data, so a reader sees the
+// old files or the new ones, never a mix. An unchanged payload is not
+// rewritten.
+func writeAtomic(dir string, files map[string]file) error {
+	for p := range files {
+		if filepath.IsAbs(p) || strings.HasPrefix(filepath.Clean(p), "..") {
+			return fmt.Errorf("invalid path %q", p)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	dataLink := filepath.Join(dir, "..data")
+	old, err := os.Readlink(dataLink)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if old != "" && same(filepath.Join(dir, old), files) {
+		return nil
+	}
+	ts, err := os.MkdirTemp(dir, time.Now().UTC().Format("..2006_01_02_15_04_05."))
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(ts, 0o755); err != nil {
+		return err
+	}
+	for p, f := range files {
+		full := filepath.Join(ts, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(full, f.data, f.mode); err != nil {
+			return err
+		}
+		if err := os.Chmod(full, f.mode); err != nil { // whatever the umask
+			return err
+		}
+	}
+	tmpLink := filepath.Join(dir, "..data_tmp")
+	_ = os.Remove(tmpLink)
+	if err := os.Symlink(filepath.Base(ts), tmpLink); err != nil {
+		return err
+	}
+	if err := os.Rename(tmpLink, dataLink); err != nil {
+		return err
+	}
+	// The user-visible names: a symlink per top-level name, stale ones removed.
+	top := map[string]bool{}
+	for p := range files {
+		top[strings.Split(filepath.ToSlash(filepath.Clean(p)), "/")[0]] = true
+	}
+	for name := range top {
+		link := filepath.Join(dir, name)
+		if _, err := os.Lstat(link); errors.Is(err, os.ErrNotExist) {
+			if err := os.Symlink(filepath.Join("..data", name), link); err != nil {
+				return err
+			}
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "..") && !top[e.Name()] {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+	if old != "" {
+		return os.RemoveAll(filepath.Join(dir, old))
+	}
+	return nil
+}
+
+// same says whether dir holds exactly the payload.
+func same(dir string, files map[string]file) bool {
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		f, ok := files[rel]
+		info, ierr := d.Info()
+		b, rerr := os.ReadFile(p)
+		if !ok || ierr != nil || rerr != nil || info.Mode().Perm() != f.mode.Perm() || !bytes.Equal(b, f.data) {
+			return errors.New("differs")
+		}
+		n++
+		return nil
+	})
+	return err == nil && n == len(files)
+}
+
+// envResolver resolves env values and envFrom sources from Secrets and
+// ConfigMaps, as kubelet's makeEnvironmentVariables does.
+type envResolver struct{ client kubernetes.Interface }
+
+func (r envResolver) ValueFrom(ctx context.Context, pod *corev1.Pod, _ *corev1.Container, env corev1.EnvVar) (string, error) {
+	var (
+		data     map[string][]byte
+		key      string
+		optional *bool
+		err      error
+	)
+	switch vf := env.ValueFrom; {
+	case vf.SecretKeyRef != nil:
+		key, optional = vf.SecretKeyRef.Key, vf.SecretKeyRef.Optional
+		data, err = r.get(ctx, pod.Namespace, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: vf.SecretKeyRef.LocalObjectReference}})
+	case vf.ConfigMapKeyRef != nil:
+		key, optional = vf.ConfigMapKeyRef.Key, vf.ConfigMapKeyRef.Optional
+		data, err = r.get(ctx, pod.Namespace, corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: vf.ConfigMapKeyRef.LocalObjectReference}})
+	default:
+		return "", fmt.Errorf("environment variable %q: this valueFrom is not supported by the agent", env.Name)
+	}
+	isOptional := optional != nil && *optional
+	if apierrors.IsNotFound(err) && isOptional {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	v, ok := data[key]
+	if !ok && !isOptional {
+		return "", fmt.Errorf("couldn't find key %s for environment variable %q", key, env.Name)
+	}
+	return string(v), nil
+}
+
+func (r envResolver) EnvFrom(ctx context.Context, pod *corev1.Pod, _ *corev1.Container, src corev1.EnvFromSource) (map[string]string, error) {
+	data, err := r.get(ctx, pod.Namespace, src)
+	optional := (src.SecretRef != nil && src.SecretRef.Optional != nil && *src.SecretRef.Optional) ||
+		(src.ConfigMapRef != nil && src.ConfigMapRef.Optional != nil && *src.ConfigMapRef.Optional)
+	if apierrors.IsNotFound(err) && optional {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for k, v := range data {
+		out[k] = string(v)
+	}
+	return out, nil
+}
+
+func (r envResolver) get(ctx context.Context, ns string, src corev1.EnvFromSource) (map[string][]byte, error) {
+	if src.SecretRef != nil {
+		s, err := r.client.CoreV1().Secrets(ns).Get(ctx, src.SecretRef.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return s.Data, nil
+	}
+	if src.ConfigMapRef == nil {
+		return nil, errors.New("envFrom source with neither configMapRef nor secretRef")
+	}
+	c, err := r.client.CoreV1().ConfigMaps(ns).Get(ctx, src.ConfigMapRef.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	for k, v := range c.Data {
+		out[k] = []byte(v)
+	}
+	return out, nil
+}
