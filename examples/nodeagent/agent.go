@@ -189,13 +189,12 @@ func (a *agent) writeStatuses(ctx context.Context) {
 
 func (a *agent) writeStatus(ctx context.Context, uid types.UID, st podworker.PodState) error {
 	pods := a.Client.CoreV1().Pods(st.Pod.Namespace)
-	cur := st.Pod
-	if obj, ok, _ := a.pods.Get(st.Pod); ok {
-		cur = obj.(*corev1.Pod)
+	obj, ok, _ := a.pods.Get(st.Pod)
+	if !ok || obj.(*corev1.Pod).UID != uid {
+		delete(a.sent, uid)
+		return nil // the object is gone, or a new pod took its name
 	}
-	if cur.UID != uid {
-		return nil // a new pod of the same name
-	}
+	cur := obj.(*corev1.Pod)
 	if !equality.Semantic.DeepEqual(a.sent[uid], st.APIStatus) && !equality.Semantic.DeepEqual(cur.Status, st.APIStatus) {
 		patch, err := statusPatch(cur, st.APIStatus)
 		if err != nil {

@@ -7,11 +7,14 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -113,6 +116,24 @@ func TestPodReachesRunning(t *testing.T) {
 		{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}},
 		{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}}}},
 		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+			{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}},
+		}}}},
+		kubeAPIAccess(),
+	}
+	pod.Labels = map[string]string{"b": "2", "a": "1"}
+	// The API server's TokenRequest, as the fake clientset does not issue tokens.
+	h.client.PrependReactor("create", "serviceaccounts", func(action k8stesting.Action) (bool, apiruntime.Object, error) {
+		if action.GetSubresource() != "token" {
+			return false, nil, nil
+		}
+		tr := action.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenRequest).DeepCopy()
+		tr.Status = authenticationv1.TokenRequestStatus{Token: "jwt-for-" + string(tr.Spec.BoundObjectRef.UID), ExpirationTimestamp: metav1.NewTime(time.Now().Add(time.Hour))}
+		return true, tr, nil
+	})
+	rootCA := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: "default"}, Data: map[string]string{"ca.crt": "CA"}}
+	if _, err := h.client.CoreV1().ConfigMaps("default").Create(ctx, rootCA, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "creds", MountPath: "/creds"}, {Name: "conf", MountPath: "/conf"}, {Name: "scratch", MountPath: "/scratch"}}
 	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
@@ -145,8 +166,12 @@ func TestPodReachesRunning(t *testing.T) {
 	// Volumes as kubelet's AtomicWriter leaves them.
 	vdir := filepath.Join(podsync.PodDir(h.root, pod), "volumes")
 	for path, want := range map[string]string{
-		"kubernetes.io~secret/creds/token":      "s3cret",
-		"kubernetes.io~configmap/conf/app.conf": "x=1",
+		"kubernetes.io~secret/creds/token":                  "s3cret",
+		"kubernetes.io~configmap/conf/app.conf":             "x=1",
+		"kubernetes.io~downward-api/info/labels":            "a=\"1\"\nb=\"2\"",
+		"kubernetes.io~projected/kube-api-access/token":     "jwt-for-web-uid",
+		"kubernetes.io~projected/kube-api-access/ca.crt":    "CA",
+		"kubernetes.io~projected/kube-api-access/namespace": "default",
 	} {
 		b, err := os.ReadFile(filepath.Join(vdir, path))
 		if err != nil || string(b) != want {
@@ -183,6 +208,17 @@ func TestPodReachesRunning(t *testing.T) {
 	}
 }
 
+// kubeAPIAccess is the volume the API server adds to every pod with a
+// service account.
+func kubeAPIAccess() corev1.Volume {
+	exp := int64(3607)
+	return corev1.Volume{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+		{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: &exp}},
+		{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+		{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+	}}}}
+}
+
 func ready(s corev1.PodStatus) bool { return hasCondition(s, corev1.PodReady) }
 
 func hasCondition(s corev1.PodStatus, t corev1.PodConditionType) bool {
@@ -197,6 +233,13 @@ func hasCondition(s corev1.PodStatus, t corev1.PodConditionType) bool {
 func TestGracefulDeletion(t *testing.T) {
 	h := start(t)
 	ctx := context.Background()
+	// A pod bound to another node is not ours (the fake clientset ignores
+	// field selectors; the informer delivers it before the next pod).
+	other := testPod("other")
+	other.Spec.NodeName = "elsewhere"
+	if _, err := h.client.CoreV1().Pods("default").Create(ctx, other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	pod := testPod("doomed")
 	if _, err := h.client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -218,9 +261,32 @@ func TestGracefulDeletion(t *testing.T) {
 		_, ok := h.get(t, "doomed")
 		return !ok
 	})
+	// Killed with the deletion's grace period, then deleted with grace
+	// period 0 for that UID only, as kubelet does.
+	var stopTimeout int64 = -1
+	for _, c := range h.rt.Calls() {
+		if r, ok := c.Request.(*runtimeapi.StopContainerRequest); ok {
+			stopTimeout = r.Timeout
+		}
+	}
+	if stopTimeout != grace {
+		t.Errorf("StopContainer timeout %d, want %d", stopTimeout, grace)
+	}
+	var del k8stesting.DeleteActionImpl
+	for _, a := range h.client.Actions() {
+		if d, ok := a.(k8stesting.DeleteActionImpl); ok && d.Resource.Resource == "pods" {
+			del = d
+		}
+	}
+	if o := del.DeleteOptions; o.GracePeriodSeconds == nil || *o.GracePeriodSeconds != 0 || o.Preconditions == nil || *o.Preconditions.UID != pod.UID {
+		t.Errorf("pod deleted with %+v", o)
+	}
 	sandboxes, err := h.rt.ListPodSandbox(ctx, nil)
 	if err != nil || len(sandboxes) != 0 {
 		t.Errorf("sandboxes left: %v, %v", sandboxes, err)
+	}
+	if p, _ := h.get(t, "other"); p.Status.Phase != "" {
+		t.Errorf("pod of another node got status %+v", p.Status)
 	}
 	if _, err := os.Stat(podsync.PodDir(h.root, pod)); !os.IsNotExist(err) {
 		t.Errorf("pod directory left: %v", err)
