@@ -40,6 +40,10 @@ type Config struct {
 	PodLogsDir string
 	// Clock drives the Lease renewals and node status updates.
 	Clock clock.WithTicker
+	// ClusterDNS and ClusterDomain are kubelet's --cluster-dns and
+	// --cluster-domain, for pods with the ClusterFirst DNS policy.
+	ClusterDNS    []string
+	ClusterDomain string
 	// Ready, if set, is called once the node is registered and the pods
 	// bound to it are known (tests wait on it).
 	Ready func()
@@ -47,7 +51,8 @@ type Config struct {
 
 type agent struct {
 	Config
-	pods    cache.Indexer // the informer's pods bound to this node
+	host    criconfig.Node // the node as criconfig sees it, read from the host
+	pods    cache.Indexer  // the informer's pods bound to this node
 	workers *podworker.Workers
 
 	mu      sync.Mutex
@@ -65,6 +70,8 @@ func Run(ctx context.Context, cfg Config) error {
 	defer cancel()
 	a := &agent{Config: cfg, pending: map[types.UID]podworker.PodState{}, wake: make(chan struct{}, 1), sent: map[types.UID]corev1.PodStatus{}}
 
+	a.host = criconfig.FromHost(criconfig.Node{Name: cfg.NodeName, RootDir: cfg.RootDir, PodLogsDir: cfg.PodLogsDir,
+		ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain})
 	v, err := cfg.Runtime.Version(ctx, "v1")
 	if err != nil {
 		return fmt.Errorf("runtime version: %w", err)
@@ -82,12 +89,13 @@ func Run(ctx context.Context, cfg Config) error {
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: cfg.NodeName})
 
 	hostIPs := nodeIPs(node)
+	a.host.HostIPs, a.host.Allocatable = hostIPs, node.Status.Allocatable
 	ims := images.NewManager(cfg.Runtime, images.WithRecorder(recorder))
 	defer ims.Close()
 	prober := probes.New(cfg.Runtime, probes.WithRecorder(recorder))
 	defer prober.Close()
 	syncer := podsync.NewSyncer(cfg.Runtime, ims,
-		podsync.WithNode(criconfig.Node{Name: cfg.NodeName, HostIPs: hostIPs, RootDir: cfg.RootDir, PodLogsDir: cfg.PodLogsDir}),
+		podsync.WithNode(a.host),
 		podsync.WithRootDir(cfg.RootDir), podsync.WithPodLogsDir(cfg.PodLogsDir),
 		podsync.WithRecorder(recorder), podsync.WithProbes(prober),
 		podsync.WithVolumes(&volumes{client: cfg.Client, rootDir: cfg.RootDir}),
@@ -221,9 +229,10 @@ func (a *agent) writeStatus(ctx context.Context, uid types.UID, st podworker.Pod
 }
 
 // statusPatch is kubelet's PatchPodStatus: a strategic merge patch from the
-// pod's current status to the new one, with the UID as a precondition.
+// pod's current status to the new one; the UID, only in the new object,
+// lands in the patch as a precondition.
 func statusPatch(cur *corev1.Pod, status corev1.PodStatus) ([]byte, error) {
-	oldJSON, err := json.Marshal(corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: cur.UID}, Status: cur.Status})
+	oldJSON, err := json.Marshal(corev1.Pod{Status: cur.Status})
 	if err != nil {
 		return nil, err
 	}
@@ -231,18 +240,7 @@ func statusPatch(cur *corev1.Pod, status corev1.PodStatus) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, corev1.Pod{})
-	if err != nil {
-		return nil, err
-	}
-	// CreateTwoWayMergePatch drops the unchanged UID; put it back as the
-	// precondition, as kubelet does.
-	var m map[string]any
-	if err := json.Unmarshal(patch, &m); err != nil {
-		return nil, err
-	}
-	m["metadata"] = map[string]any{"uid": cur.UID}
-	return json.Marshal(m)
+	return strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, corev1.Pod{})
 }
 
 // pullSecrets fetches the pod's image pull secrets and its service

@@ -13,7 +13,8 @@
 //
 //	go run ./examples/nodeagent -kubeconfig ~/.kube/config -node-name agent-1
 //	go run ./examples/nodeagent -kubeconfig ~/.kube/config -node-name agent-1 \
-//		-cri unix:///run/containerd/containerd.sock -root-dir /var/lib/podstart -pod-logs-dir /var/log/pods
+//		-cri unix:///run/containerd/containerd.sock -root-dir /var/lib/podstart -pod-logs-dir /var/log/pods \
+//		-cluster-dns 10.96.0.10
 package main
 
 import (
@@ -23,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -40,17 +42,19 @@ func main() {
 	endpoint := flag.String("cri", "", "CRI endpoint, e.g. unix:///run/containerd/containerd.sock; default: the built-in fake runtime")
 	rootDir := flag.String("root-dir", filepath.Join(os.TempDir(), "podstart-agent"), "kubelet-style root dir (pod directories and volumes)")
 	logsDir := flag.String("pod-logs-dir", "", "pod log directory (default: <root-dir>/logs)")
+	clusterDNS := flag.String("cluster-dns", "", "comma-separated DNS server IPs for ClusterFirst pods (kubelet's --cluster-dns)")
+	clusterDomain := flag.String("cluster-domain", "cluster.local", "the cluster's DNS domain")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *kubeconfig, *nodeName, *endpoint, *rootDir, *logsDir); err != nil {
+	if err := run(ctx, *kubeconfig, *nodeName, *endpoint, *rootDir, *logsDir, *clusterDNS, *clusterDomain); err != nil {
 		fmt.Fprintln(os.Stderr, "nodeagent:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir string) error {
+func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, clusterDNS, clusterDomain string) error {
 	if nodeName == "" {
 		h, err := os.Hostname()
 		if err != nil {
@@ -79,13 +83,22 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir s
 		rt = c
 	}
 	return Run(ctx, Config{
-		Client:     client,
-		Runtime:    rt,
-		NodeName:   nodeName,
-		RootDir:    rootDir,
-		PodLogsDir: logsDir,
-		Clock:      clock.RealClock{},
+		Client:        client,
+		Runtime:       rt,
+		NodeName:      nodeName,
+		RootDir:       rootDir,
+		PodLogsDir:    logsDir,
+		Clock:         clock.RealClock{},
+		ClusterDNS:    splitNonEmpty(clusterDNS),
+		ClusterDomain: clusterDomain,
 	})
+}
+
+func splitNonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }
 
 // nodeStatusPeriod and leasePeriod are kubelet's nodeStatusUpdateFrequency

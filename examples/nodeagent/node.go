@@ -5,7 +5,6 @@ import (
 	"log"
 	"net"
 	goruntime "runtime"
-	"syscall"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -39,11 +38,9 @@ func (a *agent) registerNode(ctx context.Context, runtimeVersion string) (*corev
 // (transition times kept while a condition holds) and node info.
 func (a *agent) nodeStatus(old corev1.NodeStatus, runtimeVersion string) corev1.NodeStatus {
 	now := metav1.NewTime(a.Clock.Now())
-	var si syscall.Sysinfo_t
-	_ = syscall.Sysinfo(&si)
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
-		corev1.ResourceMemory: *resource.NewQuantity(int64(si.Totalram)*int64(si.Unit), resource.BinarySI),
+		corev1.ResourceMemory: *resource.NewQuantity(a.host.MemoryCapacity, resource.BinarySI),
 		corev1.ResourcePods:   *resource.NewQuantity(110, resource.DecimalSI),
 	}
 	st := corev1.NodeStatus{
