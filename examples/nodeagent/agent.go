@@ -176,6 +176,8 @@ func (a *agent) onSync(uid types.UID, st podworker.PodState) {
 
 // writeStatuses patches each pod's status when it changed, and deletes a
 // removed pod's object (grace period 0), as kubelet's status manager does.
+// podstart gap: the status manager (a queue off the pod goroutines, "did it
+// change", the patch, when a pod may be deleted) is the agent's to write.
 func (a *agent) writeStatuses(ctx context.Context) {
 	for {
 		select {
@@ -244,7 +246,8 @@ func statusPatch(cur *corev1.Pod, status corev1.PodStatus) ([]byte, error) {
 }
 
 // pullSecrets fetches the pod's image pull secrets and its service
-// account's. A missing secret is skipped, as kubelet does.
+// account's. A missing secret is skipped, as kubelet does. podstart gap
+// (small): kubelet's getPullSecretsForPod over a Secret getter.
 func (a *agent) pullSecrets(ctx context.Context, pod *corev1.Pod) ([]corev1.Secret, error) {
 	refs := append([]corev1.LocalObjectReference(nil), pod.Spec.ImagePullSecrets...)
 	saName := pod.Spec.ServiceAccountName

@@ -349,9 +349,9 @@ func TestNodeAndLease(t *testing.T) {
 	}
 	t0 := h.clock.Now()
 	eventually(t, "lease created", func() bool { return renewTime().Equal(t0) })
-	eventually(t, "heartbeat tickers armed", h.clock.HasWaiters)
-	h.clock.Step(leasePeriod)
-	eventually(t, "lease renewed", func() bool { return renewTime().Equal(t0.Add(leasePeriod)) })
+	eventually(t, "heartbeat ticker armed", h.clock.HasWaiters)
+	h.clock.Step(heartbeatPeriod)
+	eventually(t, "lease renewed", func() bool { return renewTime().Equal(t0.Add(heartbeatPeriod)) })
 	eventually(t, "node status heartbeat", func() bool {
 		n, err := h.client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
@@ -359,7 +359,7 @@ func TestNodeAndLease(t *testing.T) {
 		}
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady {
-				return c.LastHeartbeatTime.Time.Equal(t0.Add(nodeStatusPeriod)) && c.LastTransitionTime.Time.Equal(t0)
+				return c.LastHeartbeatTime.Time.Equal(t0.Add(heartbeatPeriod)) && c.LastTransitionTime.Time.Equal(t0)
 			}
 		}
 		return false

@@ -4,11 +4,13 @@
 // (capacity, addresses, conditions, node info), renews the node's Lease in
 // kube-node-lease, watches the pods bound to it, runs them through
 // podworker, patches their status, fetches their pull secrets, writes their
-// Secret and ConfigMap volumes, and honours deletion with graceful
-// termination before deleting the pod object.
+// Secret, ConfigMap, downward API and projected volumes (service account
+// tokens included), and honours deletion with graceful termination before
+// deleting the pod object.
 //
 // Everything about pods comes from podstart's public API; the rest (the
-// API client, informer, events) is client-go. By default it runs the
+// API client, informer, events) is client-go. What it has to write itself
+// that podstart could give a node agent is marked "podstart gap". By default it runs the
 // built-in fake runtime in process, so it runs anywhere:
 //
 //	go run ./examples/nodeagent -kubeconfig ~/.kube/config -node-name agent-1
@@ -101,10 +103,10 @@ func splitNonEmpty(s string) []string {
 	return strings.Split(s, ",")
 }
 
-// nodeStatusPeriod and leasePeriod are kubelet's nodeStatusUpdateFrequency
-// and its lease renew interval (a quarter of the 40 s lease duration).
+// The Lease lasts 40 s and is renewed every 10 s, kubelet's
+// nodeLeaseDurationSeconds and renew interval; the node status is updated
+// as often (kubelet's nodeStatusUpdateFrequency).
 const (
-	leaseDuration    = 40 * time.Second
-	leasePeriod      = 10 * time.Second
-	nodeStatusPeriod = 10 * time.Second
+	leaseDuration   = 40 * time.Second
+	heartbeatPeriod = 10 * time.Second
 )

@@ -35,7 +35,9 @@ func (a *agent) registerNode(ctx context.Context, runtimeVersion string) (*corev
 }
 
 // nodeStatus is the node's status now: capacity, addresses, conditions
-// (transition times kept while a condition holds) and node info.
+// (transition times kept while a condition holds) and node info. Outside
+// podstart's pod path, but every agent needs kubelet's node status
+// setters: a podstart gap if podstart means to serve node agents.
 func (a *agent) nodeStatus(old corev1.NodeStatus, runtimeVersion string) corev1.NodeStatus {
 	now := metav1.NewTime(a.Clock.Now())
 	capacity := corev1.ResourceList{
@@ -77,33 +79,30 @@ func (a *agent) nodeStatus(old corev1.NodeStatus, runtimeVersion string) corev1.
 	return st
 }
 
-// heartbeat renews the node's Lease every leasePeriod and updates its
-// status every nodeStatusPeriod, until ctx ends.
+// heartbeat renews the node's Lease and updates its status every
+// heartbeatPeriod, until ctx ends.
 func (a *agent) heartbeat(ctx context.Context, node *corev1.Node) {
 	a.renewLease(ctx, node)
-	leaseTick := a.Clock.NewTicker(leasePeriod)
-	defer leaseTick.Stop()
-	statusTick := a.Clock.NewTicker(nodeStatusPeriod)
-	defer statusTick.Stop()
+	tick := a.Clock.NewTicker(heartbeatPeriod)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-leaseTick.C():
-			a.renewLease(ctx, node)
-		case <-statusTick.C():
-			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				n, err := a.Client.CoreV1().Nodes().Get(ctx, a.NodeName, metav1.GetOptions{})
-				if err != nil {
-					return err
-				}
-				n.Status = a.nodeStatus(n.Status, "")
-				_, err = a.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		case <-tick.C():
+		}
+		a.renewLease(ctx, node)
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			n, err := a.Client.CoreV1().Nodes().Get(ctx, a.NodeName, metav1.GetOptions{})
+			if err != nil {
 				return err
-			})
-			if err != nil && ctx.Err() == nil {
-				log.Printf("node status: %v", err)
 			}
+			n.Status = a.nodeStatus(n.Status, "")
+			_, err = a.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil && ctx.Err() == nil {
+			log.Printf("node status: %v", err)
 		}
 	}
 }

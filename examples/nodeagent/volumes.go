@@ -38,8 +38,9 @@ type volumes struct {
 }
 
 func (v *volumes) Volumes(ctx context.Context, pod *corev1.Pod) (mounts.VolumeMap, error) {
-	// DefaultVolumes refuses a pod with any volume it does not know, so
-	// it gets a copy of the pod holding only the others (a podstart gap).
+	// podstart gap: DefaultVolumes refuses a whole pod for one volume it
+	// does not know and has no per-volume entry point, so it gets a copy of
+	// the pod holding only the others.
 	rest := pod.DeepCopy()
 	rest.Spec.Volumes = nil
 	var ours []corev1.Volume
@@ -75,6 +76,8 @@ type file struct {
 }
 
 // payload is a volume's files and kubelet's plugin directory for it.
+// podstart gap: kubelet's secret, configmap, downward-api and projected
+// plugins' payloads (this function, project, downward, token).
 func (v *volumes) payload(ctx context.Context, pod *corev1.Pod, vol corev1.Volume) (string, map[string]file, error) {
 	files := map[string]file{}
 	var err error
@@ -231,6 +234,8 @@ func formatMap(m map[string]string) string {
 
 // token is a bound service account token for the pod, from the TokenRequest
 // API, kept until 80% of its life has passed, as kubelet's token manager does.
+// podstart gap: no token manager (credentials has tokens only for
+// credential provider plugins).
 func (v *volumes) token(ctx context.Context, pod *corev1.Pod, p *corev1.ServiceAccountTokenProjection) ([]byte, error) {
 	key := fmt.Sprintf("%s/%s/%v/%v", pod.UID, pod.Spec.ServiceAccountName, p.Audience, p.ExpirationSeconds)
 	v.mu.Lock()
@@ -271,7 +276,8 @@ type cachedToken struct {
 // timestamped directory, the ..data symlink is swapped to it with a rename,
 // and each top-level name is a symlink through ..data, so a reader sees the
 // old files or the new ones, never a mix. An unchanged payload is not
-// rewritten.
+// rewritten. podstart gap: podstart has no AtomicWriter; this one leaves out
+// kubelet's fsGroup ownership and its full path validation.
 func writeAtomic(dir string, files map[string]file) error {
 	for p := range files {
 		if filepath.IsAbs(p) || strings.HasPrefix(filepath.Clean(p), "..") {
@@ -365,7 +371,9 @@ func same(dir string, files map[string]file) bool {
 }
 
 // envResolver resolves env values and envFrom sources from Secrets and
-// ConfigMaps, as kubelet's makeEnvironmentVariables does.
+// ConfigMaps, as kubelet's makeEnvironmentVariables does. podstart gap: an
+// EnvResolver over a getter of Secrets and ConfigMaps, with kubelet's
+// optional and missing-key rules and texts.
 type envResolver struct{ client kubernetes.Interface }
 
 func (r envResolver) ValueFrom(ctx context.Context, pod *corev1.Pod, _ *corev1.Container, env corev1.EnvVar) (string, error) {
