@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -365,3 +366,6 @@ func TestNodeAndLease(t *testing.T) {
 		return false
 	})
 }
+
+// Every goroutine the agent starts ends with Run.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
