@@ -105,7 +105,6 @@ func Run(ctx context.Context, cfg Config) error {
 		podworker.WithProbes(prober), podworker.WithPullSecrets(a.pullSecrets),
 		podworker.WithOnSync(a.onSync))
 	defer a.workers.Close()
-	wg.Go(func() { a.writeStatuses(ctx) })
 
 	// The pods bound to this node, as kubelet's API source watches them.
 	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -120,8 +119,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}); err != nil {
 		return err
 	}
+	wg.Go(func() { a.writeStatuses(ctx) })
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
+	defer cancel() // the informers stop before Shutdown waits for them
 	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
 		return ctx.Err()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,6 +163,21 @@ func TestPodReachesRunning(t *testing.T) {
 	}
 	if got.Status.PodIP == "" || got.Status.StartTime == nil {
 		t.Errorf("podIP %q, startTime %v", got.Status.PodIP, got.Status.StartTime)
+	}
+
+	// Status is patched only when it changed: every patch changes it, with
+	// the UID as precondition.
+	patches := 0
+	for _, a := range h.client.Actions() {
+		if p, ok := a.(k8stesting.PatchActionImpl); ok && p.Resource.Resource == "pods" && p.Subresource == "status" {
+			patches++
+			if body := string(p.Patch); !strings.Contains(body, `"status":`) || !strings.Contains(body, `"uid":"web-uid"`) {
+				t.Errorf("status patch %s", body)
+			}
+		}
+	}
+	if patches == 0 {
+		t.Error("no status patch")
 	}
 
 	// Volumes as kubelet's AtomicWriter leaves them.
