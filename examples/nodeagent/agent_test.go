@@ -36,12 +36,12 @@ type harness struct {
 
 // start runs the agent against a fake API server and runtime/fake until
 // the test ends, and waits until it is ready.
-func start(t *testing.T, objs ...any) *harness {
+func start(t *testing.T, opts ...fake.Option) *harness {
 	t.Helper()
 	h := &harness{
 		client: k8sfake.NewClientset(),
 		clock:  testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
-		rt:     fake.New(),
+		rt:     fake.New(opts...),
 		root:   t.TempDir(),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -385,3 +385,36 @@ func TestNodeAndLease(t *testing.T) {
 
 // Every goroutine the agent starts ends with Run.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// A private image is pulled with the service account's pull secret.
+func TestPullSecretOfServiceAccount(t *testing.T) {
+	h := start(t, fake.WithRegistryAuth("registry.example.com", "robot", "hunter2"))
+	ctx := context.Background()
+	cfg := `{"auths":{"registry.example.com":{"username":"robot","password":"hunter2"}}}`
+	objs := []apiruntime.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "regcred", Namespace: "default"}, Type: corev1.SecretTypeDockerConfigJson,
+			Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(cfg)}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "default"},
+			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "regcred"}}},
+	}
+	for _, o := range objs {
+		if err := h.client.Tracker().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pod := testPod("private")
+	pod.Spec.Containers[0].Image = "registry.example.com/team/app:1.0"
+	pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "missing"}} // skipped, as kubelet does
+	if _, err := h.client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "private pod Running", func() bool {
+		p, ok := h.get(t, "private")
+		return ok && p.Status.Phase == corev1.PodRunning
+	})
+	for _, c := range h.rt.Calls() {
+		if r, ok := c.Request.(*runtimeapi.PullImageRequest); ok && r.GetAuth().GetUsername() != "robot" {
+			t.Errorf("pulled with auth %v", r.GetAuth())
+		}
+	}
+}
