@@ -48,7 +48,6 @@ func (a *agent) nodeStatus(old corev1.NodeStatus, runtimeVersion string) corev1.
 	st := corev1.NodeStatus{
 		Capacity:    capacity,
 		Allocatable: capacity,
-		Phase:       corev1.NodeRunning,
 		Addresses:   []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: hostIP()}, {Type: corev1.NodeHostName, Address: a.NodeName}},
 		NodeInfo:    old.NodeInfo,
 	}
