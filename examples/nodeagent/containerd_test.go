@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/podstart/podstart/runtime"
+	"github.com/podstart/podstart/test/cluster"
+	"github.com/podstart/podstart/test/e2elock"
+)
+
+// The agent on containerd (test/e2e/env.sh) against a real kube-apiserver,
+// as a user sees it through the API: a pod reaches Running, its Secret
+// volume reads correctly in the container, its readiness probe flips Ready;
+// a bad image shows ErrImagePull then ImagePullBackOff; a private image
+// runs with a pull secret; a graceful delete removes pods and leaves no
+// sandbox behind.
+func TestAgentOnContainerd(t *testing.T) {
+	endpoint := os.Getenv("PODSTART_CRI_ENDPOINT")
+	if endpoint == "" {
+		if os.Getenv("PODSTART_E2E_REQUIRED") == "1" {
+			t.Fatal("PODSTART_E2E_REQUIRED=1 but PODSTART_CRI_ENDPOINT is unset: run 'bash test/e2e/env.sh up' and source its env file")
+		}
+		t.Skip("PODSTART_CRI_ENDPOINT is unset: needs 'bash test/e2e/env.sh up'")
+	}
+	dir := os.Getenv("PODSTART_E2E_DIR")
+	if dir == "" {
+		dir = "/tmp/podstart-e2e"
+	}
+	if err := e2elock.Shared(dir); err != nil {
+		t.Fatal(err)
+	}
+	registry, user, pass := os.Getenv("PODSTART_E2E_REGISTRY"), os.Getenv("PODSTART_E2E_REGISTRY_USER"), os.Getenv("PODSTART_E2E_REGISTRY_PASS")
+	private, open := os.Getenv("PODSTART_E2E_IMAGE"), os.Getenv("PODSTART_E2E_OPEN_IMAGE")
+
+	const node = "podstart-containerd"
+	c := cluster.StartT(t, cluster.Options{NodeName: node})
+	admin := clientFor(t, c.AdminKubeconfig)
+	ctx := context.Background()
+	dialCtx, cancelDial := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelDial()
+	rt, err := runtime.Dial(dialCtx, endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+
+	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
+	for _, obj := range []func() error{
+		func() error {
+			_, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := admin.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"}, Data: map[string]string{"ca.crt": "CA"}}, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := admin.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "regcred"}, Type: corev1.SecretTypeDockerConfigJson,
+				Data: map[string][]byte{corev1.DockerConfigJsonKey: fmt.Appendf(nil, `{"auths":{%q:{"auth":%q}}}`, registry, auth)}}, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := admin.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "data"}, Data: map[string][]byte{"greeting": []byte("hello from a secret")}}, metav1.CreateOptions{})
+			return err
+		},
+	} {
+		if err := obj(); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+
+	root := t.TempDir()
+	runCtx, cancel := context.WithCancel(ctx)
+	agentReady, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- Run(runCtx, Config{Client: clientFor(t, c.NodeKubeconfig), Runtime: rt, NodeName: node, RootDir: root,
+			PodLogsDir: filepath.Join(root, "logs"), Clock: clock.RealClock{}, Ready: func() { close(agentReady) }})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	select {
+	case <-agentReady:
+	case err := <-done:
+		t.Fatalf("Run ended before ready: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("agent not ready after 60s")
+	}
+
+	grace := int64(10)
+	sleeper := func(name, image string) corev1.Container {
+		return corev1.Container{Name: name, Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
+			Command: []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"}}
+	}
+	web := sleeper("web", open)
+	web.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	web.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/tmp/ready"}}}, PeriodSeconds: 1}
+	pods := []*corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &grace, Containers: []corev1.Container{web},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "data"}}}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{sleeper("app", registry[:strings.LastIndex(registry, ":")]+":5051/no-such-image:1")}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "private"}, Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &grace,
+			ImagePullSecrets: []corev1.LocalObjectReference{{Name: "regcred"}}, Containers: []corev1.Container{sleeper("app", private)}}},
+	}
+	// Every waiting reason the API server stores for "bad", in order, as a
+	// watch (kubectl get -w) shows them.
+	w, err := admin.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=bad"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var mu sync.Mutex
+	var reasons []string
+	go func() {
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.State.Waiting != nil {
+					mu.Lock()
+					if r := cs.State.Waiting.Reason; len(reasons) == 0 || reasons[len(reasons)-1] != r {
+						reasons = append(reasons, r)
+					}
+					mu.Unlock()
+				}
+			}
+		}
+	}()
+	for _, p := range pods {
+		if _, err := admin.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(name string) *corev1.Pod {
+		p, err := admin.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	running := func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
+	}
+
+	eventually(t, "web Running", func() bool { return running(get("web")) })
+	p := get("web")
+	if ready(p.Status) {
+		t.Fatal("web Ready before its probe passed")
+	}
+	id := strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	execCtx, cancelExec := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelExec()
+	out, _, err := rt.ExecSync(execCtx, id, []string{"cat", "/data/greeting"}, 10*time.Second)
+	if err != nil || string(out) != "hello from a secret" {
+		t.Fatalf("secret volume in the container: %q, %v", out, err)
+	}
+	if _, _, err := rt.ExecSync(execCtx, id, []string{"touch", "/tmp/ready"}, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "web Ready after its probe passed", func() bool { return ready(get("web").Status) })
+
+	eventually(t, "private Running with its pull secret", func() bool { return running(get("private")) })
+
+	eventually(t, "bad: ErrImagePull, then ImagePullBackOff", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return containsInOrder(reasons, "ErrImagePull", "ImagePullBackOff")
+	})
+
+	uids := map[string]string{}
+	for _, p := range pods {
+		uids[p.Name] = string(get(p.Name).UID)
+		if err := admin.CoreV1().Pods("default").Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, uid := range uids {
+		eventually(t, name+" deleted by the agent", func() bool {
+			_, err := admin.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		})
+		left, err := rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{"io.kubernetes.pod.uid": uid}})
+		if err != nil || len(left) != 0 {
+			t.Fatalf("%s: %d sandboxes left, %v", name, len(left), err)
+		}
+	}
+}
+
+func containsInOrder(list []string, want ...string) bool {
+	i := 0
+	for _, s := range list {
+		if i < len(want) && s == want[i] {
+			i++
+		}
+	}
+	return i == len(want)
+}
