@@ -338,29 +338,51 @@ func (st *actuatedStore) set(uid types.UID, name string, r ResourceValues) error
 	defer st.mu.Unlock()
 	m := st.load(uid)
 	m[name] = r
-	dir := filepath.Join(st.root, string(uid))
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return fmt.Errorf("record applied resources of container %q: %w", name, err)
-	}
 	b, err := json.Marshal(m)
+	if err == nil {
+		err = writeRecord(filepath.Join(st.root, string(uid)), actuatedFile, b, false)
+	}
 	if err != nil {
-		return fmt.Errorf("record applied resources of container %q: %w", name, err)
-	}
-	tmp, err := os.CreateTemp(dir, "."+actuatedFile+"-*")
-	if err != nil {
-		return fmt.Errorf("record applied resources of container %q: %w", name, err)
-	}
-	_, werr := tmp.Write(b)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("record applied resources of container %q: %w", name, err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, actuatedFile)); err != nil {
-		os.Remove(tmp.Name())
 		return fmt.Errorf("record applied resources of container %q: %w", name, err)
 	}
 	return nil
+}
+
+// writeRecord writes a pod directory's record file through a temporary
+// file and a rename, so a crash leaves the old content or the new; durable
+// also fsyncs the file and the directory, as kubelet does for what must
+// survive a power loss (user-namespace ranges).
+func writeRecord(dir, name string, data []byte, durable bool) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+name+"-*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(data)
+	var serr error
+	if durable {
+		serr = tmp.Sync()
+	}
+	cerr := tmp.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if !durable {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // forget drops the pod's records from memory (RemovePod removes the file

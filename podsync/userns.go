@@ -207,35 +207,11 @@ func (u *UserNamespaces) record(uid types.UID, b []byte) error {
 // write records the mapping atomically and durably (kubelet fsyncs the
 // directory too).
 func (u *UserNamespaces) write(uid types.UID, f userNamespaceFile) error {
-	dir := filepath.Join(u.podsDir, string(uid))
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return fmt.Errorf("%w: %v", ErrUserNamespace, err)
-	}
 	b, err := json.Marshal(f)
+	if err == nil {
+		err = writeRecord(filepath.Join(u.podsDir, string(uid)), usernsFile, b, true)
+	}
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUserNamespace, err)
-	}
-	tmp, err := os.CreateTemp(dir, "."+usernsFile+"-*")
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUserNamespace, err)
-	}
-	_, werr := tmp.Write(b)
-	serr := tmp.Sync()
-	cerr := tmp.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("%w: %v", ErrUserNamespace, err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, usernsFile)); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("%w: %v", ErrUserNamespace, err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUserNamespace, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
 		return fmt.Errorf("%w: %v", ErrUserNamespace, err)
 	}
 	return nil

@@ -44,26 +44,8 @@ func start(t *testing.T, opts ...fake.Option) *harness {
 		rt:     fake.New(opts...),
 		root:   t.TempDir(),
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Config{Client: h.client, Runtime: h.rt, NodeName: nodeName, RootDir: h.root,
-			PodLogsDir: filepath.Join(h.root, "logs"), Clock: h.clock, Ready: func() { close(ready) }})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("Run ended before ready: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("agent not ready after 30s")
-	}
+	runAgent(t, Config{Client: h.client, Runtime: h.rt, NodeName: nodeName, RootDir: h.root,
+		PodLogsDir: filepath.Join(h.root, "logs"), Clock: h.clock})
 	return h
 }
 

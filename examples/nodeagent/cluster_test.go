@@ -60,25 +60,8 @@ func TestAgentAgainstAPIServer(t *testing.T) {
 	}
 
 	root := t.TempDir()
-	runCtx, cancel := context.WithCancel(ctx)
-	agentReady, done := make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- Run(runCtx, Config{Client: clientFor(t, c.NodeKubeconfig), Runtime: fake.New(), NodeName: node, RootDir: root,
-			PodLogsDir: filepath.Join(root, "logs"), Clock: clock.RealClock{}, Ready: func() { close(agentReady) }})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	select {
-	case <-agentReady:
-	case err := <-done:
-		t.Fatalf("Run ended before ready: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("agent not ready after 60s")
-	}
+	runAgent(t, Config{Client: clientFor(t, c.NodeKubeconfig), Runtime: fake.New(), NodeName: node, RootDir: root,
+		PodLogsDir: filepath.Join(root, "logs"), Clock: clock.RealClock{}})
 
 	n, err := admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
@@ -117,6 +100,29 @@ func TestAgentAgainstAPIServer(t *testing.T) {
 		_, err := admin.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
+}
+
+// runAgent runs the agent until the test ends, and returns once it is
+// ready.
+func runAgent(t *testing.T, cfg Config) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	agentReady, done := make(chan struct{}), make(chan error, 1)
+	cfg.Ready = func() { close(agentReady) }
+	go func() { done <- Run(ctx, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	select {
+	case <-agentReady:
+	case err := <-done:
+		t.Fatalf("Run ended before ready: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("agent not ready after 60s")
+	}
 }
 
 func nodeReady(n *corev1.Node) bool {

@@ -84,25 +84,8 @@ func TestAgentOnContainerd(t *testing.T) {
 	}
 
 	root := t.TempDir()
-	runCtx, cancel := context.WithCancel(ctx)
-	agentReady, done := make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- Run(runCtx, Config{Client: clientFor(t, c.NodeKubeconfig), Runtime: rt, NodeName: node, RootDir: root,
-			PodLogsDir: filepath.Join(root, "logs"), Clock: clock.RealClock{}, Ready: func() { close(agentReady) }})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	select {
-	case <-agentReady:
-	case err := <-done:
-		t.Fatalf("Run ended before ready: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("agent not ready after 60s")
-	}
+	runAgent(t, Config{Client: clientFor(t, c.NodeKubeconfig), Runtime: rt, NodeName: node, RootDir: root,
+		PodLogsDir: filepath.Join(root, "logs"), Clock: clock.RealClock{}})
 
 	grace := int64(10)
 	sleeper := func(name, image string) corev1.Container {
