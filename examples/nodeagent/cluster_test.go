@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -102,20 +103,24 @@ func TestAgentAgainstAPIServer(t *testing.T) {
 	})
 }
 
-// runAgent runs the agent until the test ends, and returns once it is
-// ready.
-func runAgent(t *testing.T, cfg Config) {
+// runAgent runs the agent until the test ends or stop is called, and
+// returns once it is ready.
+func runAgent(t *testing.T, cfg Config) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	agentReady, done := make(chan struct{}), make(chan error, 1)
 	cfg.Ready = func() { close(agentReady) }
 	go func() { done <- Run(ctx, cfg) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
 	select {
 	case <-agentReady:
 	case err := <-done:
@@ -123,6 +128,7 @@ func runAgent(t *testing.T, cfg Config) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("agent not ready after 60s")
 	}
+	return stop
 }
 
 func nodeReady(n *corev1.Node) bool {

@@ -26,7 +26,8 @@ import (
 // as a user sees it through the API: a pod reaches Running, its Secret
 // volume reads correctly in the container, its readiness probe flips Ready;
 // a bad image shows ErrImagePull then ImagePullBackOff; a private image
-// runs with a pull secret; a graceful delete removes pods and leaves no
+// runs with a pull secret; an agent restart loses and duplicates nothing;
+// a graceful delete runs the pre-stop hook, removes the pods and leaves no
 // sandbox behind.
 func TestAgentOnContainerd(t *testing.T) {
 	endpoint := os.Getenv("PODSTART_CRI_ENDPOINT")
@@ -84,20 +85,25 @@ func TestAgentOnContainerd(t *testing.T) {
 	}
 
 	root := t.TempDir()
-	runAgent(t, Config{Client: clientFor(t, c.NodeKubeconfig), Runtime: rt, NodeName: node, RootDir: root,
-		PodLogsDir: filepath.Join(root, "logs"), Clock: clock.RealClock{}})
+	agentConfig := Config{Client: clientFor(t, c.NodeKubeconfig), Runtime: rt, NodeName: node, RootDir: root,
+		PodLogsDir: filepath.Join(root, "logs"), Clock: clock.RealClock{}}
+	stopAgent := runAgent(t, agentConfig)
 
 	grace := int64(10)
 	sleeper := func(name, image string) corev1.Container {
 		return corev1.Container{Name: name, Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
 			Command: []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"}}
 	}
+	// The pre-stop hook leaves a mark on the host, where the test reads it.
+	marks := t.TempDir()
 	web := sleeper("web", open)
-	web.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	web.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}, {Name: "marks", MountPath: "/marks"}}
+	web.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "echo stopped > /marks/pre-stop"}}}}
 	web.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/tmp/ready"}}}, PeriodSeconds: 1}
 	pods := []*corev1.Pod{
 		{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &grace, Containers: []corev1.Container{web},
-			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "data"}}}}}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "data"}}},
+				{Name: "marks", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: marks}}}}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &grace,
 			Containers: []corev1.Container{sleeper("app", registry[:strings.LastIndex(registry, ":")]+":5051/no-such-image:1")}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "private"}, Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &grace,
@@ -170,6 +176,27 @@ func TestAgentOnContainerd(t *testing.T) {
 		return containsInOrder(reasons, "ErrImagePull", "ImagePullBackOff")
 	})
 
+	// An agent restart loses nothing and duplicates nothing: the same
+	// containers keep running, none restarted, and the pods stay Ready.
+	before := map[string]string{}
+	for _, p := range []string{"web", "private"} {
+		before[p] = get(p).Status.ContainerStatuses[0].ContainerID
+	}
+	stopAgent()
+	runAgent(t, agentConfig)
+	for _, name := range []string{"web", "private"} {
+		eventually(t, name+" Running after the agent restarted", func() bool { return running(get(name)) })
+		p := get(name)
+		if cs := p.Status.ContainerStatuses[0]; cs.ContainerID != before[name] || cs.RestartCount != 0 {
+			t.Fatalf("%s after the agent restarted: %s (was %s), restart count %d", name, cs.ContainerID, before[name], cs.RestartCount)
+		}
+		sandboxes, err := rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{"io.kubernetes.pod.uid": string(p.UID)}})
+		if err != nil || len(sandboxes) != 1 {
+			t.Fatalf("%s: %d sandboxes after the agent restarted, %v", name, len(sandboxes), err)
+		}
+	}
+	eventually(t, "web Ready after the agent restarted", func() bool { return ready(get("web").Status) })
+
 	uids := map[string]string{}
 	for _, p := range pods {
 		uids[p.Name] = string(get(p.Name).UID)
@@ -186,6 +213,9 @@ func TestAgentOnContainerd(t *testing.T) {
 		if err != nil || len(left) != 0 {
 			t.Fatalf("%s: %d sandboxes left, %v", name, len(left), err)
 		}
+	}
+	if mark, err := os.ReadFile(filepath.Join(marks, "pre-stop")); err != nil || string(mark) != "stopped\n" {
+		t.Fatalf("pre-stop hook: %q, %v", mark, err)
 	}
 }
 
