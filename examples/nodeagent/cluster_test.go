@@ -31,6 +31,7 @@ func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	cfg.CertFile, cfg.KeyFile, cfg.CAFile = "", "", ""
+	setKubeletRateLimits(cfg)
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -65,6 +65,7 @@ type Cluster struct {
 	// /readyz answering ok.
 	StartupTime time.Duration
 
+	ca    *authority
 	mu    sync.Mutex
 	procs []*process // in start order; Stop stops them in reverse
 }
@@ -151,6 +152,7 @@ func Start(ctx context.Context, dir string, opts Options) (c *Cluster, err error
 	if err != nil {
 		return c, err
 	}
+	c.ca = ca
 	c.CAFile = filepath.Join(pki, "ca.crt")
 	if err := writePEM(c.CAFile, "CERTIFICATE", ca.der); err != nil {
 		return c, err
@@ -420,6 +422,23 @@ func (c *Cluster) client(certFile, keyFile string) (*http.Client, error) {
 			ForceAttemptHTTP2: true,
 		},
 	}, nil
+}
+
+// NodeKubeconfigFor writes <Dir>/<name>.kubeconfig for another node (a
+// kubelet beside the agent), with a client certificate of its own (CN
+// system:node:<name>, O system:nodes), and returns its path.
+func (c *Cluster) NodeKubeconfigFor(name string) (string, error) {
+	pki := filepath.Join(c.Dir, "pki")
+	certFile, keyFile, err := c.ca.issue(pki, "node-"+name,
+		pkix.Name{CommonName: "system:node:" + name, Organization: []string{"system:nodes"}}, x509.ExtKeyUsageClientAuth, nil, nil)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(c.Dir, name+".kubeconfig")
+	if err := c.writeKubeconfig(path, "system:node:"+name, certFile, keyFile); err != nil {
+		return "", err
+	}
+	return path, nil
 }
 
 func (c *Cluster) writeKubeconfig(path, user, certFile, keyFile string) error {

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/podstart/podstart/runtime"
+	"github.com/podstart/podstart/test/cluster"
+	"github.com/podstart/podstart/test/criproxy"
+	"github.com/podstart/podstart/test/e2elock"
+)
+
+// The agent and the real kubelet v1.36.3 joined to the same API server,
+// on the same containerd (each through a guarded proxy, so neither stops
+// the other's pods): the same pods reach Running and Ready on both, and
+// the start latency (creation to Ready as a watch sees it) is reported for
+// both, medians over 10 pods each.
+func TestStartLatencyAgainstKubelet(t *testing.T) {
+	endpoint := os.Getenv("PODSTART_CRI_ENDPOINT")
+	dir := os.Getenv("PODSTART_E2E_DIR")
+	if dir == "" {
+		dir = "/tmp/podstart-e2e"
+	}
+	kubeletBin := filepath.Join(dir, "bin", "kubelet")
+	if _, err := os.Stat(kubeletBin); endpoint == "" || err != nil {
+		if os.Getenv("PODSTART_E2E_REQUIRED") == "1" {
+			t.Fatalf("PODSTART_E2E_REQUIRED=1 but containerd (%q) or kubelet (%s) is missing", endpoint, kubeletBin)
+		}
+		t.Skip("needs 'bash test/e2e/env.sh up' and 'bash test/kubelet/build.sh'")
+	}
+	if err := e2elock.Shared(dir); err != nil {
+		t.Fatal(err)
+	}
+	const agentNode, kubeletNode = "podstart-agent", "kubelet-node"
+	c := cluster.StartT(t, cluster.Options{NodeName: agentNode})
+	admin := clientFor(t, c.AdminKubeconfig)
+	ctx := context.Background()
+	if _, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if _, err := admin.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"}, Data: map[string]string{"ca.crt": "CA"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+
+	// The agent, through a guarded proxy.
+	agentProxy, err := criproxy.Start(filepath.Join(work, "agent.sock"), endpoint, criproxy.Guard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { agentProxy.Close() })
+	dialCtx, cancelDial := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelDial()
+	rt, err := runtime.Dial(dialCtx, agentProxy.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	root := filepath.Join(work, "agent")
+	runAgent(t, Config{Client: clientFor(t, c.NodeKubeconfig), Runtime: rt, NodeName: agentNode, RootDir: root,
+		PodLogsDir: filepath.Join(root, "logs"), Clock: clock.RealClock{}})
+
+	// The kubelet, through its own guarded proxy.
+	kubeconfig, err := c.NodeKubeconfigFor(kubeletNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startKubelet(t, kubeletBin, kubeconfig, kubeletNode, work, endpoint)
+	eventually(t, "kubelet's Node Ready", func() bool {
+		n, err := admin.CoreV1().Nodes().Get(ctx, kubeletNode, metav1.GetOptions{})
+		return err == nil && nodeReady(n)
+	})
+
+	// Ready times as the watch delivers them.
+	w, err := admin.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var mu sync.Mutex
+	readyAt := map[string]time.Time{}
+	go func() {
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && ready(p.Status) {
+				mu.Lock()
+				if _, seen := readyAt[p.Name]; !seen {
+					readyAt[p.Name] = time.Now()
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+
+	const n = 10
+	image := os.Getenv("PODSTART_E2E_OPEN_IMAGE")
+	created := map[string]time.Time{}
+	grace := int64(5)
+	for i := range n {
+		for _, node := range []string{agentNode, kubeletNode} {
+			name := fmt.Sprintf("%s-%d", node, i)
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &grace,
+				Containers: []corev1.Container{{Name: "app", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
+					Command: []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"}}}}}
+			created[name] = time.Now()
+			if _, err := admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	eventually(t, "every pod Ready on both nodes", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(readyAt) == 2*n
+	})
+	median := func(node string) time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		var d []time.Duration
+		for i := range n {
+			name := fmt.Sprintf("%s-%d", node, i)
+			d = append(d, readyAt[name].Sub(created[name]))
+		}
+		slices.Sort(d)
+		return (d[n/2-1] + d[n/2]) / 2
+	}
+	t.Logf("pod start latency, creation to Ready as a watch sees it, median of %d pods each: podstart agent %v, kubelet v1.36.3 %v",
+		n, median(agentNode).Round(time.Millisecond), median(kubeletNode).Round(time.Millisecond))
+
+	// Both delete their pods after graceful termination; nothing is left
+	// on containerd for either.
+	for name := range created {
+		if err := admin.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "every pod deleted by its node", func() bool {
+		list, err := admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		return err == nil && len(list.Items) == 0
+	})
+	running, err := rt.ListContainers(ctx, &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+		LabelSelector: map[string]string{"io.kubernetes.pod.namespace": "default"}})
+	if err != nil || len(running) != 0 {
+		var names []string
+		for _, c := range running {
+			names = append(names, c.Labels["io.kubernetes.pod.name"])
+		}
+		t.Fatalf("%d containers of the deleted pods still running (%v), %v", len(running), names, err)
+	}
+}
+
+// startKubelet runs the real kubelet as a node of the API server until the
+// test ends, on containerd through a guarded proxy.
+func startKubelet(t *testing.T, bin, kubeconfig, node, work, endpoint string) {
+	t.Helper()
+	p, err := criproxy.Start(filepath.Join(work, "kubelet.sock"), endpoint, criproxy.Guard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	root := filepath.Join(work, "kubelet")
+	cfg := filepath.Join(work, "kubelet.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+podLogsDir: %s
+cgroupDriver: cgroupfs
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+failSwapOn: false
+containerRuntimeEndpoint: %s
+authentication:
+  anonymous:
+    enabled: true
+  webhook:
+    enabled: false
+authorization:
+  mode: AlwaysAllow
+readOnlyPort: 0
+address: 127.0.0.1
+port: %d
+healthzPort: 0
+localStorageCapacityIsolation: false
+failCgroupV1: false
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+`, filepath.Join(root, "logs"), p.Endpoint(), port)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logFile, err := os.Create(filepath.Join(work, "kubelet.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--config="+cfg, "--kubeconfig="+kubeconfig, "--root-dir="+root,
+		"--hostname-override="+node, "--node-ip="+hostIP(), "--v=2")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+		logFile.Close()
+		unmountUnder(t, root)
+	})
+}
+
+// unmountUnder detaches whatever kubelet left mounted under dir (its
+// tmpfs for Secret and projected volumes, and its root dir, which it
+// bind-mounts onto itself), deepest first, so the test's
+// directory can be removed.
+func unmountUnder(t *testing.T, dir string) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	var points []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			points = append(points, f[4])
+		}
+	}
+	slices.SortFunc(points, func(a, b string) int { return len(b) - len(a) })
+	for _, p := range points {
+		if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", p, err)
+		}
+	}
+}
