@@ -90,7 +90,8 @@
 // In-place resize (GA in v1.35) is kubelet's for containers: a running
 // app container, sidecar or init container whose CPU or memory differs
 // from what was last applied (PodStatus.ActuatedResources, kept in
-// <root>/pods/<uid>/actuated-resources as kubelet's checkpoint) is updated
+// <root>/pods/<uid>/actuated-resources as kubelet's checkpoint; a pod
+// without one, made before records, counts as running its spec) is updated
 // with UpdateContainerResources (runtime.ResourceUpdater), memory before
 // CPU and decreases before increases, or restarted when its resize policy
 // says RestartContainer; a memory limit is not lowered below the

@@ -294,12 +294,14 @@ type actuatedStore struct {
 
 	mu   sync.Mutex
 	pods map[types.UID]map[string]ResourceValues
+	// unrecorded: pods whose record file was absent or damaged when read.
+	unrecorded map[types.UID]bool
 }
 
 const actuatedFile = "actuated-resources"
 
 func newActuatedStore(root string) *actuatedStore {
-	return &actuatedStore{root: filepath.Join(root, "pods"), pods: map[types.UID]map[string]ResourceValues{}}
+	return &actuatedStore{root: filepath.Join(root, "pods"), pods: map[types.UID]map[string]ResourceValues{}, unrecorded: map[types.UID]bool{}}
 }
 
 // get returns a copy of the pod's records, read from disk on first use.
@@ -319,15 +321,42 @@ func (st *actuatedStore) load(uid types.UID) map[string]ResourceValues {
 		return m
 	}
 	m := map[string]ResourceValues{}
-	if b, err := os.ReadFile(filepath.Join(st.root, string(uid), actuatedFile)); err == nil {
-		// A damaged record is dropped: the next resize applies the spec
-		// again, which is idempotent.
-		if json.Unmarshal(b, &m) != nil {
-			m = map[string]ResourceValues{}
-		}
+	b, err := os.ReadFile(filepath.Join(st.root, string(uid), actuatedFile))
+	if err != nil || json.Unmarshal(b, &m) != nil {
+		m = map[string]ResourceValues{}
+		st.unrecorded[uid] = true
 	}
 	st.pods[uid] = m
 	return m
+}
+
+// seed gives the running containers of a pod without a record (made by a
+// podstart before records, or a damaged file) the spec's values as
+// applied, as kubelet's actuated state starts from what it allocated:
+// otherwise every one would count as zero and be resized, or restarted
+// under RestartContainer, for nothing. It reports whether it recorded any.
+func (st *actuatedStore) seed(pod *corev1.Pod, status *PodStatus) (bool, error) {
+	st.mu.Lock()
+	st.load(pod.UID)
+	unrecorded := st.unrecorded[pod.UID]
+	st.mu.Unlock()
+	if !unrecorded {
+		return false, nil
+	}
+	seeded := false
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			c := &list[i]
+			if cs := status.FindContainerStatusByName(c.Name); cs == nil || cs.State != ContainerStateRunning {
+				continue
+			}
+			if err := st.set(pod.UID, c.Name, ResourceValuesOf(pod.Spec.Resources, &c.Resources)); err != nil {
+				return seeded, err
+			}
+			seeded = true
+		}
+	}
+	return seeded, nil
 }
 
 // set records what container name of pod uid now runs with, on disk
@@ -338,6 +367,7 @@ func (st *actuatedStore) set(uid types.UID, name string, r ResourceValues) error
 	defer st.mu.Unlock()
 	m := st.load(uid)
 	m[name] = r
+	delete(st.unrecorded, uid)
 	b, err := json.Marshal(m)
 	if err == nil {
 		err = writeRecord(filepath.Join(st.root, string(uid)), actuatedFile, b, false)
@@ -391,4 +421,5 @@ func (st *actuatedStore) forget(uid types.UID) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	delete(st.pods, uid)
+	delete(st.unrecorded, uid)
 }

@@ -254,3 +254,43 @@ func TestSandboxConfigFailureIsSyncError(t *testing.T) {
 		}
 	}
 }
+
+// Containers that have no record of what was applied (made by a podstart
+// before records, or a damaged file) count as running their spec, as
+// kubelet's actuated state starts from what it allocated: nothing is
+// resized or restarted for that alone, and a later change still is.
+func TestResizeRecordSeededFromSpec(t *testing.T) {
+	h := newHarness(t, false, nil)
+	pod := resizePod()
+	pod.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
+	h.converge(pod, 3)
+	id := runningID(t, h, pod, "app")
+	file := filepath.Join(h.root, "pods", string(pod.UID), "actuated-resources")
+	for _, damage := range []func() error{
+		func() error { return os.Remove(file) },
+		func() error { return os.WriteFile(file, []byte("{"), 0o644) },
+	} {
+		if err := damage(); err != nil {
+			t.Fatal(err)
+		}
+		h.restart()
+		h.fake.ResetCalls()
+		if r := h.sync(pod); len(r.Results) != 0 || len(updateCalls(h)) != 0 {
+			t.Fatalf("sync without a record did %v", r.Results)
+		}
+		if got := runningID(t, h, pod, "app"); got != id {
+			t.Fatalf("restarted: %s -> %s", id, got)
+		}
+		if _, err := os.Stat(file); err != nil {
+			t.Fatalf("record not written again: %v", err)
+		}
+	}
+	pod = pod.DeepCopy()
+	pod.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("256Mi")
+	if err := h.sync(pod).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if got := runningID(t, h, pod, "app"); got == id {
+		t.Fatal("a memory change under RestartContainer did not restart after the record was seeded")
+	}
+}

@@ -314,7 +314,11 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 		log.V(3).Info("Pod is being deleted: killing it", "gracePeriod", grace)
 		return s.KillPod(ctx, pod, status, &grace)
 	}
-	if status.ActuatedResources == nil {
+	seeded, err := s.actuated.seed(pod, status)
+	if err != nil {
+		log.Error(err, "Failed to record the resources running containers were created with")
+	}
+	if status.ActuatedResources == nil || seeded {
 		status.ActuatedResources = s.actuated.get(pod.UID)
 	}
 	actions := ComputePodActions(pod, status, s.o.probes)
