@@ -33,40 +33,51 @@ type DefaultVolumes struct {
 }
 
 // Volumes implements VolumeProvider.
-func (d DefaultVolumes) Volumes(_ context.Context, pod *corev1.Pod) (mounts.VolumeMap, error) {
+func (d DefaultVolumes) Volumes(ctx context.Context, pod *corev1.Pod) (mounts.VolumeMap, error) {
 	out := mounts.VolumeMap{}
 	for _, v := range pod.Spec.Volumes {
-		switch {
-		case v.HostPath != nil:
-			if err := checkHostPath(v.HostPath); err != nil {
-				return nil, fmt.Errorf("volume %q: %w", v.Name, err)
-			}
-			out[v.Name] = mounts.Volume{HostPath: v.HostPath.Path}
-		case v.EmptyDir != nil:
-			if v.EmptyDir.Medium != corev1.StorageMediumDefault {
-				// kubelet mounts a tmpfs or huge pages here; a disk
-				// directory would silently be something else.
-				return nil, fmt.Errorf("volume %q: emptyDir.medium %q: %w (only the default medium is)", v.Name, v.EmptyDir.Medium, ErrVolumeNotSupported)
-			}
-			dir := filepath.Join(PodDir(d.RootDir, pod), "volumes", "kubernetes.io~empty-dir", v.Name)
-			if err := os.MkdirAll(dir, 0o777); err != nil {
-				return nil, fmt.Errorf("volume %q: %w", v.Name, err)
-			}
-			// kubelet makes emptyDir world-writable, whatever the umask.
-			if err := os.Chmod(dir, 0o777); err != nil {
-				return nil, fmt.Errorf("volume %q: %w", v.Name, err)
-			}
-			if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
-				if err := setVolumeOwnership(dir, *sc.FSGroup); err != nil {
-					return nil, fmt.Errorf("volume %q: fsGroup %d: %w", v.Name, *sc.FSGroup, err)
-				}
-			}
-			out[v.Name] = mounts.Volume{HostPath: dir, SELinuxRelabel: true}
-		default:
-			return nil, fmt.Errorf("volume %q: %w (only hostPath and emptyDir are)", v.Name, ErrVolumeNotSupported)
+		m, err := d.Volume(ctx, pod, v)
+		if err != nil {
+			return nil, err
 		}
+		out[v.Name] = m
 	}
 	return out, nil
+}
+
+// Volume resolves one of the pod's volumes, so that a provider serving
+// other types (Secret, ConfigMap, CSI) can hand hostPath and emptyDir
+// here one by one. Any other type is ErrVolumeNotSupported.
+func (d DefaultVolumes) Volume(_ context.Context, pod *corev1.Pod, v corev1.Volume) (mounts.Volume, error) {
+	switch {
+	case v.HostPath != nil:
+		if err := checkHostPath(v.HostPath); err != nil {
+			return mounts.Volume{}, fmt.Errorf("volume %q: %w", v.Name, err)
+		}
+		return mounts.Volume{HostPath: v.HostPath.Path}, nil
+	case v.EmptyDir != nil:
+		if v.EmptyDir.Medium != corev1.StorageMediumDefault {
+			// kubelet mounts a tmpfs or huge pages here; a disk
+			// directory would silently be something else.
+			return mounts.Volume{}, fmt.Errorf("volume %q: emptyDir.medium %q: %w (only the default medium is)", v.Name, v.EmptyDir.Medium, ErrVolumeNotSupported)
+		}
+		dir := filepath.Join(PodDir(d.RootDir, pod), "volumes", "kubernetes.io~empty-dir", v.Name)
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			return mounts.Volume{}, fmt.Errorf("volume %q: %w", v.Name, err)
+		}
+		// kubelet makes emptyDir world-writable, whatever the umask.
+		if err := os.Chmod(dir, 0o777); err != nil {
+			return mounts.Volume{}, fmt.Errorf("volume %q: %w", v.Name, err)
+		}
+		if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
+			if err := setVolumeOwnership(dir, *sc.FSGroup); err != nil {
+				return mounts.Volume{}, fmt.Errorf("volume %q: fsGroup %d: %w", v.Name, *sc.FSGroup, err)
+			}
+		}
+		return mounts.Volume{HostPath: dir, SELinuxRelabel: true}, nil
+	default:
+		return mounts.Volume{}, fmt.Errorf("volume %q: %w (only hostPath and emptyDir are)", v.Name, ErrVolumeNotSupported)
+	}
 }
 
 func checkHostPath(hp *corev1.HostPathVolumeSource) error {

@@ -60,3 +60,25 @@ func TestEmptyDirMediumRefused(t *testing.T) {
 		t.Fatalf("err = %v, want ErrVolumeNotSupported naming emptyDir.medium", err)
 	}
 }
+
+// DefaultVolumes.Volume resolves one volume, so a provider of other types
+// can hand it hostPath and emptyDir volumes of a pod it could not take
+// whole.
+func TestDefaultVolumesOneByOne(t *testing.T) {
+	root := t.TempDir()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-1"}, Spec: corev1.PodSpec{Volumes: []corev1.Volume{
+		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s"}}},
+	}}}
+	d := podsync.DefaultVolumes{RootDir: root}
+	if _, err := d.Volumes(context.Background(), pod); !errors.Is(err, podsync.ErrVolumeNotSupported) {
+		t.Fatalf("whole pod: %v", err)
+	}
+	m, err := d.Volume(context.Background(), pod, pod.Spec.Volumes[0])
+	if err != nil || m.HostPath != filepath.Join(root, "pods", "uid-1", "volumes", "kubernetes.io~empty-dir", "scratch") {
+		t.Fatalf("emptyDir: %+v, %v", m, err)
+	}
+	if _, err := d.Volume(context.Background(), pod, pod.Spec.Volumes[1]); !errors.Is(err, podsync.ErrVolumeNotSupported) || !strings.Contains(err.Error(), `volume "creds"`) {
+		t.Fatalf("secret: %v", err)
+	}
+}

@@ -38,24 +38,16 @@ type volumes struct {
 }
 
 func (v *volumes) Volumes(ctx context.Context, pod *corev1.Pod) (mounts.VolumeMap, error) {
-	// podstart gap: DefaultVolumes refuses a whole pod for one volume it
-	// does not know and has no per-volume entry point, so it gets a copy of
-	// the pod holding only the others.
-	rest := pod.DeepCopy()
-	rest.Spec.Volumes = nil
-	var ours []corev1.Volume
+	out := mounts.VolumeMap{}
 	for _, vol := range pod.Spec.Volumes {
-		if vol.Secret != nil || vol.ConfigMap != nil || vol.DownwardAPI != nil || vol.Projected != nil {
-			ours = append(ours, vol)
-		} else {
-			rest.Spec.Volumes = append(rest.Spec.Volumes, vol)
+		if vol.Secret == nil && vol.ConfigMap == nil && vol.DownwardAPI == nil && vol.Projected == nil {
+			m, err := podsync.DefaultVolumes{RootDir: v.rootDir}.Volume(ctx, pod, vol) // hostPath, emptyDir
+			if err != nil {
+				return nil, err
+			}
+			out[vol.Name] = m
+			continue
 		}
-	}
-	out, err := podsync.DefaultVolumes{RootDir: v.rootDir}.Volumes(ctx, rest)
-	if err != nil {
-		return nil, err
-	}
-	for _, vol := range ours {
 		plugin, files, err := v.payload(ctx, pod, vol)
 		if err != nil {
 			return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
