@@ -16,6 +16,9 @@
 //     or uses the host network, unless the container mounts /etc/hosts
 //     itself. Its content is kubelet's, byte for byte; host-network pods
 //     get the node's file behind a header, plus the host aliases.
+//   - WriteAtomic is kubelet's AtomicWriter for volume payloads (Secret,
+//     ConfigMap, downward API, projected): a timestamped directory behind
+//     the ..data symlink swapped by rename, kubelet's path rules.
 //   - Every container instance gets a new termination message file
 //     <podDir>/containers/<name>/<8 hex digits>, mode 0666; if it cannot be
 //     created, the mount is left out and the start goes on.

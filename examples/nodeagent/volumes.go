@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -53,7 +52,7 @@ func (v *volumes) Volumes(ctx context.Context, pod *corev1.Pod) (mounts.VolumeMa
 			return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
 		}
 		dir := filepath.Join(podsync.PodDir(v.rootDir, pod), "volumes", plugin, vol.Name)
-		if err := writeAtomic(dir, files); err != nil {
+		if err := mounts.WriteAtomic(dir, files); err != nil {
 			return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
 		}
 		out[vol.Name] = mounts.Volume{HostPath: dir, ReadOnly: true, SELinuxRelabel: true}
@@ -61,17 +60,11 @@ func (v *volumes) Volumes(ctx context.Context, pod *corev1.Pod) (mounts.VolumeMa
 	return out, nil
 }
 
-// file is one file of a volume's payload.
-type file struct {
-	data []byte
-	mode os.FileMode
-}
-
 // payload is a volume's files and kubelet's plugin directory for it.
 // podstart gap: kubelet's secret, configmap, downward-api and projected
 // plugins' payloads (this function, project, downward, token).
-func (v *volumes) payload(ctx context.Context, pod *corev1.Pod, vol corev1.Volume) (string, map[string]file, error) {
-	files := map[string]file{}
+func (v *volumes) payload(ctx context.Context, pod *corev1.Pod, vol corev1.Volume) (string, map[string]mounts.File, error) {
+	files := map[string]mounts.File{}
 	var err error
 	switch {
 	case vol.Secret != nil:
@@ -96,7 +89,7 @@ func (v *volumes) payload(ctx context.Context, pod *corev1.Pod, vol corev1.Volum
 		case src.ServiceAccountToken != nil:
 			var tok []byte
 			if tok, err = v.token(ctx, pod, src.ServiceAccountToken); err == nil {
-				files[src.ServiceAccountToken.Path] = file{tok, mode}
+				files[src.ServiceAccountToken.Path] = mounts.File{Data: tok, Mode: mode}
 			}
 		default:
 			err = errors.New("projected source not supported by the agent (clusterTrustBundle, podCertificate)")
@@ -118,7 +111,7 @@ func modeOf(m *int32) os.FileMode {
 // project adds a Secret's or ConfigMap's keys as files, as kubelet's secret
 // and configmap plugins do: all keys, or the items given; optional ones
 // may be missing.
-func (v *volumes) project(ctx context.Context, ns string, files map[string]file, sp *corev1.SecretProjection, cp *corev1.ConfigMapProjection, mode os.FileMode) error {
+func (v *volumes) project(ctx context.Context, ns string, files map[string]mounts.File, sp *corev1.SecretProjection, cp *corev1.ConfigMapProjection, mode os.FileMode) error {
 	var (
 		name     string
 		items    []corev1.KeyToPath
@@ -153,7 +146,7 @@ func (v *volumes) project(ctx context.Context, ns string, files map[string]file,
 	}
 	if len(items) == 0 {
 		for k, b := range data {
-			files[k] = file{b, mode}
+			files[k] = mounts.File{Data: b, Mode: mode}
 		}
 		return nil
 	}
@@ -165,7 +158,7 @@ func (v *volumes) project(ctx context.Context, ns string, files map[string]file,
 			}
 			return fmt.Errorf("configmap or secret %s/%s has no key %q", ns, name, it.Key)
 		}
-		files[it.Path] = file{b, modeOr(it.Mode, mode)}
+		files[it.Path] = mounts.File{Data: b, Mode: modeOr(it.Mode, mode)}
 	}
 	return nil
 }
@@ -179,7 +172,7 @@ func modeOr(m *int32, def os.FileMode) os.FileMode {
 
 // downward adds downward API files: labels and annotations as kubelet's
 // fieldpath.FormatMap writes them, other fields through criconfig.
-func downward(pod *corev1.Pod, files map[string]file, items []corev1.DownwardAPIVolumeFile, mode os.FileMode) error {
+func downward(pod *corev1.Pod, files map[string]mounts.File, items []corev1.DownwardAPIVolumeFile, mode os.FileMode) error {
 	for _, it := range items {
 		var val string
 		switch {
@@ -202,7 +195,7 @@ func downward(pod *corev1.Pod, files map[string]file, items []corev1.DownwardAPI
 				return fmt.Errorf("downward API file %q: %w", it.Path, err)
 			}
 		}
-		files[it.Path] = file{[]byte(val), modeOr(it.Mode, mode)}
+		files[it.Path] = mounts.File{Data: []byte(val), Mode: modeOr(it.Mode, mode)}
 	}
 	return nil
 }
@@ -262,104 +255,6 @@ func (v *volumes) token(ctx context.Context, pod *corev1.Pod, p *corev1.ServiceA
 type cachedToken struct {
 	token   []byte
 	refresh time.Time
-}
-
-// writeAtomic is kubelet's AtomicWriter: the payload is written to a new
-// timestamped directory, the ..data symlink is swapped to it with a rename,
-// and each top-level name is a symlink through ..data, so a reader sees the
-// old files or the new ones, never a mix. An unchanged payload is not
-// rewritten. podstart gap: podstart has no AtomicWriter; this one leaves out
-// kubelet's fsGroup ownership and its full path validation.
-func writeAtomic(dir string, files map[string]file) error {
-	for p := range files {
-		if filepath.IsAbs(p) || strings.HasPrefix(filepath.Clean(p), "..") {
-			return fmt.Errorf("invalid path %q", p)
-		}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	dataLink := filepath.Join(dir, "..data")
-	old, err := os.Readlink(dataLink)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	if old != "" && same(filepath.Join(dir, old), files) {
-		return nil
-	}
-	ts, err := os.MkdirTemp(dir, time.Now().UTC().Format("..2006_01_02_15_04_05."))
-	if err != nil {
-		return err
-	}
-	if err := os.Chmod(ts, 0o755); err != nil {
-		return err
-	}
-	for p, f := range files {
-		full := filepath.Join(ts, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(full, f.data, f.mode); err != nil {
-			return err
-		}
-		if err := os.Chmod(full, f.mode); err != nil { // whatever the umask
-			return err
-		}
-	}
-	tmpLink := filepath.Join(dir, "..data_tmp")
-	_ = os.Remove(tmpLink)
-	if err := os.Symlink(filepath.Base(ts), tmpLink); err != nil {
-		return err
-	}
-	if err := os.Rename(tmpLink, dataLink); err != nil {
-		return err
-	}
-	// The user-visible names: a symlink per top-level name, stale ones removed.
-	top := map[string]bool{}
-	for p := range files {
-		top[strings.Split(filepath.ToSlash(filepath.Clean(p)), "/")[0]] = true
-	}
-	for name := range top {
-		link := filepath.Join(dir, name)
-		if _, err := os.Lstat(link); errors.Is(err, os.ErrNotExist) {
-			if err := os.Symlink(filepath.Join("..data", name), link); err != nil {
-				return err
-			}
-		}
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), "..") && !top[e.Name()] {
-			_ = os.Remove(filepath.Join(dir, e.Name()))
-		}
-	}
-	if old != "" {
-		return os.RemoveAll(filepath.Join(dir, old))
-	}
-	return nil
-}
-
-// same says whether dir holds exactly the payload.
-func same(dir string, files map[string]file) bool {
-	n := 0
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		f, ok := files[rel]
-		info, ierr := d.Info()
-		b, rerr := os.ReadFile(p)
-		if !ok || ierr != nil || rerr != nil || info.Mode().Perm() != f.mode.Perm() || !bytes.Equal(b, f.data) {
-			return errors.New("differs")
-		}
-		n++
-		return nil
-	})
-	return err == nil && n == len(files)
 }
 
 // envResolver resolves env values and envFrom sources from Secrets and
