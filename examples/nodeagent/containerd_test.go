@@ -30,20 +30,7 @@ import (
 // a graceful delete runs the pre-stop hook, removes the pods and leaves no
 // sandbox behind.
 func TestAgentOnContainerd(t *testing.T) {
-	endpoint := os.Getenv("PODSTART_CRI_ENDPOINT")
-	if endpoint == "" {
-		if os.Getenv("PODSTART_E2E_REQUIRED") == "1" {
-			t.Fatal("PODSTART_E2E_REQUIRED=1 but PODSTART_CRI_ENDPOINT is unset: run 'bash test/e2e/env.sh up' and source its env file")
-		}
-		t.Skip("PODSTART_CRI_ENDPOINT is unset: needs 'bash test/e2e/env.sh up'")
-	}
-	dir := os.Getenv("PODSTART_E2E_DIR")
-	if dir == "" {
-		dir = "/tmp/podstart-e2e"
-	}
-	if err := e2elock.Shared(dir); err != nil {
-		t.Fatal(err)
-	}
+	endpoint, _ := containerdEnv(t)
 	registry, user, pass := os.Getenv("PODSTART_E2E_REGISTRY"), os.Getenv("PODSTART_E2E_REGISTRY_USER"), os.Getenv("PODSTART_E2E_REGISTRY_PASS")
 	private, open := os.Getenv("PODSTART_E2E_IMAGE"), os.Getenv("PODSTART_E2E_OPEN_IMAGE")
 
@@ -217,6 +204,34 @@ func TestAgentOnContainerd(t *testing.T) {
 	if mark, err := os.ReadFile(filepath.Join(marks, "pre-stop")); err != nil || string(mark) != "stopped\n" {
 		t.Fatalf("pre-stop hook: %q, %v", mark, err)
 	}
+}
+
+// containerdEnv is the containerd of test/e2e/env.sh and its directory,
+// under the e2e tiers' shared lock; the test skips without it, or fails
+// with PODSTART_E2E_REQUIRED=1. Each of needs (a file under the
+// directory's bin/) must exist too.
+func containerdEnv(t *testing.T, needs ...string) (endpoint, dir string) {
+	t.Helper()
+	endpoint, dir = os.Getenv("PODSTART_CRI_ENDPOINT"), os.Getenv("PODSTART_E2E_DIR")
+	if dir == "" {
+		dir = "/tmp/podstart-e2e"
+	}
+	missing := endpoint == ""
+	for _, n := range needs {
+		if _, err := os.Stat(filepath.Join(dir, "bin", n)); err != nil {
+			missing = true
+		}
+	}
+	if missing {
+		if os.Getenv("PODSTART_E2E_REQUIRED") == "1" {
+			t.Fatalf("PODSTART_E2E_REQUIRED=1 but containerd (PODSTART_CRI_ENDPOINT %q) or %v in %s/bin is missing", endpoint, needs, dir)
+		}
+		t.Skip("needs 'bash test/e2e/env.sh up' (and test/kubelet/build.sh for kubelet)")
+	}
+	if err := e2elock.Shared(dir); err != nil {
+		t.Fatal(err)
+	}
+	return endpoint, dir
 }
 
 func containsInOrder(list []string, want ...string) bool {

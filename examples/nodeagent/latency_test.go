@@ -23,7 +23,6 @@ import (
 	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/test/cluster"
 	"github.com/podstart/podstart/test/criproxy"
-	"github.com/podstart/podstart/test/e2elock"
 )
 
 // The agent and the real kubelet v1.36.3 joined to the same API server,
@@ -32,21 +31,8 @@ import (
 // the start latency (creation to Ready as a watch sees it) is reported for
 // both, medians over 10 pods each.
 func TestStartLatencyAgainstKubelet(t *testing.T) {
-	endpoint := os.Getenv("PODSTART_CRI_ENDPOINT")
-	dir := os.Getenv("PODSTART_E2E_DIR")
-	if dir == "" {
-		dir = "/tmp/podstart-e2e"
-	}
+	endpoint, dir := containerdEnv(t, "kubelet")
 	kubeletBin := filepath.Join(dir, "bin", "kubelet")
-	if _, err := os.Stat(kubeletBin); endpoint == "" || err != nil {
-		if os.Getenv("PODSTART_E2E_REQUIRED") == "1" {
-			t.Fatalf("PODSTART_E2E_REQUIRED=1 but containerd (%q) or kubelet (%s) is missing", endpoint, kubeletBin)
-		}
-		t.Skip("needs 'bash test/e2e/env.sh up' and 'bash test/kubelet/build.sh'")
-	}
-	if err := e2elock.Shared(dir); err != nil {
-		t.Fatal(err)
-	}
 	const agentNode, kubeletNode = "podstart-agent", "kubelet-node"
 	c := cluster.StartT(t, cluster.Options{NodeName: agentNode})
 	admin := clientFor(t, c.AdminKubeconfig)
