@@ -46,10 +46,12 @@ var rules = map[string]rule{
 	"images/pullrecords": {forbid: heavyDeps},
 	"podsync":            {module: []string{"criconfig", "images", "mounts", "runtime", "internal/..."}, forbid: heavyDeps},
 	"apistatus":          {module: []string{"podsync", "criconfig"}, forbid: heavyDeps},
-	"podworker":          {module: []string{"podsync", "apistatus", "probes", "runtime"}, forbid: heavyDeps},
-	"probes":             {module: []string{"podsync", "images", "runtime", "internal/..."}, forbid: heavyDeps},
-	"internal/...":       {module: []string{"runtime", "runtime/fake", "internal/..."}, forbid: heavyDeps},
-	"examples/...":       {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes", clientGo}},
+	// apiobjects: what a pod refers to in the API, for podsync's seams.
+	"apiobjects":   {module: []string{"podsync", "criconfig", "mounts"}, forbid: heavyDeps},
+	"podworker":    {module: []string{"podsync", "apistatus", "probes", "runtime"}, forbid: heavyDeps},
+	"probes":       {module: []string{"podsync", "images", "runtime", "internal/..."}, forbid: heavyDeps},
+	"internal/...": {module: []string{"runtime", "runtime/fake", "internal/..."}, forbid: heavyDeps},
+	"examples/...": {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes", clientGo}},
 	// The reference node agent talks to an API server: client-go here only.
 	"examples/nodeagent": {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes"}},
 	"test/...":           {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes", clientGo}},
