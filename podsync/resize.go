@@ -361,11 +361,18 @@ func (st *actuatedStore) seed(pod *corev1.Pod, status *PodStatus) (bool, error) 
 
 // set records what container name of pod uid now runs with, on disk
 // (written to a temporary file and renamed, so a crash leaves the old
-// record or the new one).
+// record or the new one). A record that would not change is not written,
+// and neither is a zero one where none exists: a missing record counts as
+// zero (computeResize), so a pod without resources (BestEffort, whose QoS
+// class a resize cannot change) never writes one, and a restart of an
+// unchanged container costs no file.
 func (st *actuatedStore) set(uid types.UID, name string, r ResourceValues) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	m := st.load(uid)
+	if m[name] == r {
+		return nil
+	}
 	m[name] = r
 	delete(st.unrecorded, uid)
 	b, err := json.Marshal(m)

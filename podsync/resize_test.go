@@ -15,6 +15,7 @@ import (
 
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/runtime"
+	"github.com/podstart/podstart/runtime/fake"
 )
 
 func resizePod() *corev1.Pod {
@@ -292,5 +293,40 @@ func TestResizeRecordSeededFromSpec(t *testing.T) {
 	}
 	if got := runningID(t, h, pod, "app"); got == id {
 		t.Fatal("a memory change under RestartContainer did not restart after the record was seeded")
+	}
+}
+
+// A pod without resources writes no record (a missing one counts as zero,
+// and a resize cannot give a BestEffort pod resources), and restarting an
+// unchanged container does not rewrite the record of one that has some:
+// the file writes that made a fresh pod's sync twice the bare CRI calls.
+func TestResizeRecordWrittenOnlyWhenItSaysSomething(t *testing.T) {
+	h := newHarness(t, false, nil)
+	bare := appPod("bare")
+	h.converge(bare, 3)
+	if _, err := os.Stat(filepath.Join(h.root, "pods", string(bare.UID), "actuated-resources")); !os.IsNotExist(err) {
+		t.Fatalf("record for a pod without resources: %v", err)
+	}
+	pod := resizePod()
+	h.converge(pod, 3)
+	file := filepath.Join(h.root, "pods", string(pod.UID), "actuated-resources")
+	before, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := runningID(t, h, pod, "app")
+	if err := h.fake.ExitContainer(id, fake.Exit{Code: 1}); err != nil {
+		t.Fatal(err)
+	}
+	h.converge(pod, 3)
+	if runningID(t, h, pod, "app") == id {
+		t.Fatal("the container was not restarted")
+	}
+	after, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) {
+		t.Fatal("the record was rewritten for an unchanged container")
 	}
 }
