@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -23,6 +22,7 @@ import (
 	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/test/cluster"
 	"github.com/podstart/podstart/test/criproxy"
+	"github.com/podstart/podstart/test/kubeletrun"
 )
 
 // The agent and the real kubelet v1.36.3 joined to the same API server,
@@ -167,30 +167,8 @@ func startKubelet(t *testing.T, bin, kubeconfig, node, work, endpoint string) {
 	l.Close()
 	root := filepath.Join(work, "kubelet")
 	cfg := filepath.Join(work, "kubelet.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-podLogsDir: %s
-cgroupDriver: cgroupfs
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
-failSwapOn: false
-containerRuntimeEndpoint: %s
-authentication:
-  anonymous:
-    enabled: true
-  webhook:
-    enabled: false
-authorization:
-  mode: AlwaysAllow
-readOnlyPort: 0
-address: 127.0.0.1
-port: %d
-healthzPort: 0
-localStorageCapacityIsolation: false
-failCgroupV1: false
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-`, filepath.Join(root, "logs"), p.Endpoint(), port)), 0o644); err != nil {
+	yaml := kubeletrun.Config{Endpoint: p.Endpoint(), Port: port, PodLogsDir: filepath.Join(root, "logs")}.YAML()
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	logFile, err := os.Create(filepath.Join(work, "kubelet.log"))
@@ -215,30 +193,8 @@ imageGCLowThresholdPercent: 99
 			<-exited
 		}
 		logFile.Close()
-		unmountUnder(t, root)
+		if err := kubeletrun.UnmountUnder(root); err != nil {
+			t.Error(err)
+		}
 	})
-}
-
-// unmountUnder detaches whatever kubelet left mounted under dir (its
-// tmpfs for Secret and projected volumes, and its root dir, which it
-// bind-mounts onto itself), deepest first, so the test's
-// directory can be removed.
-func unmountUnder(t *testing.T, dir string) {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	var points []string
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
-			points = append(points, f[4])
-		}
-	}
-	slices.SortFunc(points, func(a, b string) int { return len(b) - len(a) })
-	for _, p := range points {
-		if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", p, err)
-		}
-	}
 }

@@ -23,13 +23,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +38,7 @@ import (
 	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/test/criproxy"
 	"github.com/podstart/podstart/test/e2elock"
+	"github.com/podstart/podstart/test/kubeletrun"
 )
 
 const (
@@ -182,33 +181,8 @@ func (tr *tier) removeSandboxes() {
 	}
 }
 
-// unmountUnder unmounts everything mounted under dir, deepest first
-// (kubelet bind-mounts its root dir onto itself, and mounts tmpfs for
-// emptyDirs and subpaths under it).
-func unmountUnder(dir string) {
-	for range 3 {
-		b, err := os.ReadFile("/proc/self/mounts")
-		if err != nil {
-			return
-		}
-		var ms []string
-		for _, line := range strings.Split(string(b), "\n") {
-			f := strings.Fields(line)
-			if len(f) > 1 && (f[1] == dir || strings.HasPrefix(f[1], dir+"/")) {
-				ms = append(ms, f[1])
-			}
-		}
-		if len(ms) == 0 {
-			return
-		}
-		sort.Sort(sort.Reverse(sort.StringSlice(ms)))
-		for _, m := range ms {
-			if unix.Unmount(m, 0) != nil {
-				unix.Unmount(m, unix.MNT_DETACH)
-			}
-		}
-	}
-}
+// unmountUnder unmounts what kubelet left mounted under dir.
+func unmountUnder(dir string) { kubeletrun.UnmountUnder(dir) }
 
 // removeLogLinks removes kubelet's /var/log/containers links into dir.
 func removeLogLinks(dir string) {
@@ -231,40 +205,14 @@ func freePort(t *testing.T) int {
 }
 
 // kubeletConfig is the recipe's kubelet.yaml.tmpl with this run's paths,
-// cluster DNS, the unsafe sysctls the table uses, and image GC off (the
-// runtime is shared).
+// cluster DNS and the unsafe sysctls the table uses.
 func (tr *tier) kubeletConfig(port int, endpoint string) string {
-	s := tr.sides["kubelet"]
-	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-staticPodPath: %s
-podLogsDir: %s
-cgroupDriver: cgroupfs
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
-failSwapOn: false
-containerRuntimeEndpoint: %s
-authentication:
-  anonymous:
-    enabled: true
-  webhook:
-    enabled: false
-authorization:
-  mode: AlwaysAllow
-readOnlyPort: 0
-address: 127.0.0.1
-port: %d
-healthzPort: 0
-syncFrequency: 5s
-fileCheckFrequency: 1s
-localStorageCapacityIsolation: false
-failCgroupV1: false
-clusterDNS: [%s]
-clusterDomain: %s
-allowedUnsafeSysctls: ["net.ipv4.conf.*"]
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-`, filepath.Join(tr.dir, "manifests"), s.logs, endpoint, port, clusterDNS, clusterDomain)
+	return kubeletrun.Config{
+		Endpoint: endpoint, Port: port, PodLogsDir: tr.sides["kubelet"].logs,
+		StaticPodPath: filepath.Join(tr.dir, "manifests"), SyncFrequency: "5s",
+		ClusterDNS: clusterDNS, ClusterDomain: clusterDomain,
+		AllowedUnsafeSysctls: []string{"net.ipv4.conf.*"},
+	}.YAML()
 }
 
 // runKubelet runs the real kubelet on the table's static pods through a
