@@ -27,6 +27,9 @@ func ValidatePodNames(pod *corev1.Pod) error {
 	if pod == nil {
 		return fmt.Errorf("%w: pod is nil", ErrInvalidName)
 	}
+	if podNamesValid(pod) {
+		return nil // every sync checks: the common case costs no allocation
+	}
 	var errs field.ErrorList
 	meta := field.NewPath("metadata")
 	switch uid := string(pod.UID); {
@@ -84,4 +87,98 @@ func ValidatePodNames(pod *corev1.Pod) error {
 		return nil
 	}
 	return fmt.Errorf("%w: pod %s/%s: %v", ErrInvalidName, pod.Namespace, pod.Name, errs.ToAggregate())
+}
+
+// podNamesValid is ValidatePodNames' answer for a valid pod, without field
+// paths or messages; anything it does not accept goes the long way, which
+// names what is wrong.
+func podNamesValid(pod *corev1.Pod) bool {
+	uid := string(pod.UID)
+	if uid == "" || uid == "." || uid == ".." || strings.ContainsAny(uid, "/\x00") {
+		return false
+	}
+	if (pod.Namespace != "" && !isLabel(pod.Namespace)) || !isSubdomain(pod.Name) {
+		return false
+	}
+	for i := range pod.Spec.Volumes {
+		if !isLabel(pod.Spec.Volumes[i].Name) {
+			return false
+		}
+	}
+	container := func(name string, vms []corev1.VolumeMount) bool {
+		if !isLabel(name) {
+			return false
+		}
+		for j := range vms {
+			if vms[j].Name != "" && !isLabel(vms[j].Name) {
+				return false
+			}
+		}
+		return true
+	}
+	for i := range pod.Spec.InitContainers {
+		if !container(pod.Spec.InitContainers[i].Name, pod.Spec.InitContainers[i].VolumeMounts) {
+			return false
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if !container(pod.Spec.Containers[i].Name, pod.Spec.Containers[i].VolumeMounts) {
+			return false
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if !container(pod.Spec.EphemeralContainers[i].Name, pod.Spec.EphemeralContainers[i].VolumeMounts) {
+			return false
+		}
+	}
+	return true
+}
+
+// isLabel is validation.IsDNS1123Label without its regular expression:
+// 1 to 63 of [a-z0-9-], starting and ending alphanumeric.
+func isLabel(s string) bool {
+	return len(s) <= validation.DNS1123LabelMaxLength && labelChars(s)
+}
+
+// labelChars: [a-z0-9]([-a-z0-9]*[a-z0-9])?, of any length.
+func labelChars(s string) bool {
+	if len(s) == 0 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '-' && i > 0 && i < len(s)-1:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// isSubdomain is validation.IsDNS1123Subdomain without its regular
+// expression: at most 253 characters of labels (of any length) joined by
+// dots.
+func isSubdomain(s string) bool {
+	if len(s) == 0 || len(s) > validation.DNS1123SubdomainMaxLength {
+		return false
+	}
+	for len(s) > 0 {
+		i := strings.IndexByte(s, '.')
+		if i < 0 {
+			i = len(s)
+		}
+		if !labelChars(s[:i]) {
+			return false
+		}
+		if i == len(s) {
+			break
+		}
+		s = s[i+1:]
+		if s == "" {
+			return false // a trailing dot
+		}
+	}
+	return true
 }

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 func namedPod() *corev1.Pod {
@@ -100,4 +101,20 @@ func TestMakeRefusesEscapingNames(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The fast path agrees with apimachinery's validation on every string it
+// accepts, and accepts every string that validation does.
+func FuzzNameChecks(f *testing.F) {
+	for _, s := range []string{"", "a", "a-b", "-a", "a-", "a.b", "a..b", ".a", "a.", "A", "a_b", "0", strings.Repeat("a", 63), strings.Repeat("a", 64), strings.Repeat("a.", 126) + "a", "ab.-c", "a\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := isLabel(s), len(validation.IsDNS1123Label(s)) == 0; got != want {
+			t.Fatalf("isLabel(%q) = %v, validation says %v", s, got, want)
+		}
+		if got, want := isSubdomain(s), len(validation.IsDNS1123Subdomain(s)) == 0; got != want {
+			t.Fatalf("isSubdomain(%q) = %v, validation says %v", s, got, want)
+		}
+	})
 }
