@@ -2,9 +2,11 @@ package podsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -34,17 +36,46 @@ func (s *Syncer) SandboxConfig(pod *corev1.Pod, attempt uint32) (*runtimeapi.Pod
 }
 
 // EnvResolver resolves what a pod spec cannot say by itself: valueFrom
-// (configMap, secret, resource and field references beyond the basic
-// ones) and envFrom. Callers with an API client supply one.
+// (configMapKeyRef, secretKeyRef) and envFrom. Callers with an API client
+// supply one (apiobjects.Env resolves them from Secrets and ConfigMaps).
+//
+// ValueFrom returns an error matching ErrSkipEnvVar when an optional
+// reference is absent: the variable is then left out, and a value of the
+// same name from envFrom stays, as kubelet's makeEnvironmentVariables
+// does. EnvFrom returns the source's keys without its prefix; the Syncer
+// adds it.
 type EnvResolver interface {
 	ValueFrom(ctx context.Context, pod *corev1.Pod, c *corev1.Container, env corev1.EnvVar) (string, error)
 	EnvFrom(ctx context.Context, pod *corev1.Pod, c *corev1.Container, src corev1.EnvFromSource) (map[string]string, error)
 }
 
+// ContainerEnvResolver is an optional interface of an EnvResolver. The
+// Syncer calls ForContainer once each time it builds a container's
+// environment and resolves that container's references through the
+// resolver returned, so a resolver can fetch each object once per
+// container, as kubelet caches them within one makeEnvironmentVariables.
+type ContainerEnvResolver interface {
+	ForContainer(pod *corev1.Pod, c *corev1.Container) EnvResolver
+}
+
+// ErrSkipEnvVar is returned (or wrapped) by EnvResolver.ValueFrom when an
+// optional reference is absent: the variable is not set.
+var ErrSkipEnvVar = errors.New("optional environment variable source absent")
+
+// Environment is the container's environment as SyncPod sends it, in
+// order, for tools and tests that want to see it without a runtime.
+// podIPs are the pod's IPs (status.podIP and status.podIPs references).
+func (s *Syncer) Environment(ctx context.Context, pod *corev1.Pod, c *corev1.Container, podIPs []string) ([]criconfig.EnvVar, error) {
+	env, _, err := s.environment(ctx, pod, c, podIPs)
+	return env, err
+}
+
 // environment builds the container's environment: envFrom first, then env
 // in order, each value's $(VAR) expanded from what came before, as kubelet
 // does. Field references to the pod's name, namespace, UID, IP, node and
-// service account need no resolver.
+// service account need no resolver. Keys of one envFrom source are added
+// in sorted order (kubelet's order is a map's, random), so the config is
+// the same from one sync to the next.
 func (s *Syncer) environment(ctx context.Context, pod *corev1.Pod, c *corev1.Container, podIPs []string) ([]criconfig.EnvVar, map[string]string, error) {
 	env := map[string]string{}
 	var order []string
@@ -54,20 +85,31 @@ func (s *Syncer) environment(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 		}
 		env[k] = v
 	}
+	resolver := s.o.env
+	if scoped, ok := resolver.(ContainerEnvResolver); ok {
+		resolver = scoped.ForContainer(pod, c)
+	}
 	for _, src := range c.EnvFrom {
-		if s.o.env == nil {
+		if resolver == nil {
 			return nil, nil, fmt.Errorf("container %q uses envFrom, which needs an EnvResolver (podsync.WithEnvResolver)", c.Name)
 		}
-		vals, err := s.o.env.EnvFrom(ctx, pod, c, src)
+		vals, err := resolver.EnvFrom(ctx, pod, c, src)
 		if err != nil {
 			return nil, nil, err
 		}
-		for k, v := range vals {
-			set(src.Prefix+k, v)
+		keys := make([]string, 0, len(vals))
+		for k := range vals {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			set(src.Prefix+k, vals[k])
 		}
 	}
 	for _, e := range c.Env {
-		if e.ValueFrom == nil {
+		if e.ValueFrom == nil || e.Value != "" {
+			// kubelet expands a non-empty value and reads valueFrom only
+			// without one (the API server allows only one of them).
 			set(e.Name, expansion.Expand(e.Value, expansion.MappingFor(env)))
 			continue
 		}
@@ -76,11 +118,18 @@ func (s *Syncer) environment(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 			return nil, nil, err
 		}
 		if !ok {
-			if s.o.env == nil {
+			if e.ValueFrom.FileKeyRef != nil {
+				// EnvFiles is on by default since v1.35: kubelet reads the
+				// key from a file in the pod's emptyDir volume.
+				return nil, nil, fmt.Errorf("environment variable %q of container %q uses fileKeyRef, which podsync does not resolve: %w", e.Name, c.Name, criconfig.ErrUnsupported)
+			}
+			if resolver == nil {
 				return nil, nil, fmt.Errorf("environment variable %q of container %q uses valueFrom, which needs an EnvResolver (podsync.WithEnvResolver)", e.Name, c.Name)
 			}
 			var err error
-			if v, err = s.o.env.ValueFrom(ctx, pod, c, e); err != nil {
+			if v, err = resolver.ValueFrom(ctx, pod, c, e); errors.Is(err, ErrSkipEnvVar) {
+				continue
+			} else if err != nil {
 				return nil, nil, err
 			}
 		}

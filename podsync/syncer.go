@@ -66,8 +66,12 @@ const (
 	DefaultPodLogsDir = "/var/log/pods"
 )
 
+// EventRecorder is images.EventRecorder, the method set of client-go's
+// record.EventRecorder, named here for packages above podsync.
+type EventRecorder = images.EventRecorder
+
 // WithRecorder sets where events go (default: nowhere).
-func WithRecorder(r images.EventRecorder) Option { return func(o *options) { o.recorder = r } }
+func WithRecorder(r EventRecorder) Option { return func(o *options) { o.recorder = r } }
 
 // WithClock sets the clock for back-off and durations.
 func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
