@@ -15,5 +15,17 @@
 //
 // Objects come from a Source: an informer's lister, an API client, or a
 // map in a test. The package never imports client-go; a node agent adapts
-// its client in a few lines (see examples/nodeagent).
+// its client in a few lines (see examples/nodeagent). Objects is a Source
+// in memory.
+//
+// # Differences from kubelet
+//
+//   - Env: podsync adds the keys of one envFrom source in sorted order
+//     (kubelet's order is a map's). fileKeyRef (EnvFiles, on by default
+//     since v1.35) is refused by podsync, not resolved. Service link
+//     variables (enableServiceLinks) are not added by podsync.
+//   - PullSecrets: a fetch that fails because the context ended returns
+//     the context's error, with no event. The service account's
+//     imagePullSecrets are read only when asked (PullSecrets.ServiceAccounts):
+//     kubelet leaves that to the ServiceAccount admission plugin.
 package apiobjects

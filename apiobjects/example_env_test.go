@@ -1,0 +1,75 @@
+package apiobjects_test
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podstart/podstart/apiobjects"
+	"github.com/podstart/podstart/podsync"
+	"github.com/podstart/podstart/runtime/fake"
+)
+
+// Env plugs into a Syncer and resolves a container's references to
+// Secrets and ConfigMaps as kubelet does; an optional key that is absent
+// leaves its variable out.
+func ExampleEnv() {
+	var objs apiobjects.Objects // or an adapter over an informer's listers
+	objs.SetConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"},
+		Data: map[string]string{"LOG_LEVEL": "debug", "REGION": "eu"}})
+	objs.SetSecret(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db"},
+		Data: map[string][]byte{"password": []byte("s3cr3t")}})
+
+	syncer := podsync.NewSyncer(fake.New(), nil, podsync.WithEnvResolver(apiobjects.Env{Source: &objs}))
+
+	optional := true
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web"}}
+	app := &corev1.Container{Name: "app",
+		EnvFrom: []corev1.EnvFromSource{{Prefix: "APP_", ConfigMapRef: &corev1.ConfigMapEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}},
+		Env: []corev1.EnvVar{
+			{Name: "DB_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password"}}},
+			{Name: "DB_USER", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "user", Optional: &optional}}},
+		}}
+	env, err := syncer.Environment(context.Background(), pod, app, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, e := range env {
+		fmt.Printf("%s=%s\n", e.Name, e.Value)
+	}
+
+	app.Env[1].ValueFrom.SecretKeyRef.Optional = nil
+	_, err = syncer.Environment(context.Background(), pod, app, nil)
+	fmt.Println(err)
+	// Output:
+	// APP_LOG_LEVEL=debug
+	// APP_REGION=eu
+	// DB_PASSWORD=s3cr3t
+	// couldn't find key user in Secret shop/db
+}
+
+// PullSecrets gathers a pod's image pull secrets for podworker; one that
+// cannot be fetched is left out with kubelet's Warning event.
+func ExamplePullSecrets() {
+	var objs apiobjects.Objects
+	objs.SetSecret(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "regcred"}, Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{}}`)}})
+	rec := &recordedEvents{} // client-go's record.EventRecorder in a node agent
+	pull := apiobjects.PullSecrets{Source: &objs, Recorder: rec}
+	// podworker.New(syncer, rt, podworker.WithPullSecrets(pull.ForPod))
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
+		Spec: corev1.PodSpec{ImagePullSecrets: []corev1.LocalObjectReference{{Name: "regcred"}, {Name: "old-cred"}}}}
+	secrets, _ := pull.ForPod(context.Background(), pod)
+	fmt.Println(len(secrets), secrets[0].Name)
+	fmt.Println(rec.events[0])
+	// Output:
+	// 1 regcred
+	// Warning FailedToRetrieveImagePullSecret Unable to retrieve some image pull secrets (old-cred); attempting to pull the image may not succeed.
+}
