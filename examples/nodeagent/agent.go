@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/podstart/podstart/apiobjects"
 	"github.com/podstart/podstart/criconfig"
 	"github.com/podstart/podstart/images"
 	"github.com/podstart/podstart/podsync"
@@ -94,15 +95,21 @@ func Run(ctx context.Context, cfg Config) error {
 	defer ims.Close()
 	prober := probes.New(cfg.Runtime, probes.WithRecorder(recorder))
 	defer prober.Close()
+	objects := apiObjects{cfg.Client}
 	syncer := podsync.NewSyncer(cfg.Runtime, ims,
 		podsync.WithNode(a.host),
 		podsync.WithRootDir(cfg.RootDir), podsync.WithPodLogsDir(cfg.PodLogsDir),
 		podsync.WithRecorder(recorder), podsync.WithProbes(prober),
 		podsync.WithVolumes(&volumes{client: cfg.Client, rootDir: cfg.RootDir}),
-		podsync.WithEnvResolver(envResolver{cfg.Client}))
+		podsync.WithEnvResolver(apiobjects.Env{Source: objects}))
+	// Kubelet reads only the pod's imagePullSecrets: the ServiceAccount
+	// admission plugin has copied its account's into it. The agent also
+	// reads the account's, for pods made without that plugin (client-go's
+	// fake clientset in its tests).
+	pullSecrets := apiobjects.PullSecrets{Source: objects, Recorder: recorder, ServiceAccounts: objects}
 	a.workers = podworker.New(syncer, cfg.Runtime,
 		podworker.WithRuntimeName(v.RuntimeName), podworker.WithHostIPs(hostIPs...),
-		podworker.WithProbes(prober), podworker.WithPullSecrets(a.pullSecrets),
+		podworker.WithProbes(prober), podworker.WithPullSecrets(pullSecrets.ForPod),
 		podworker.WithOnSync(a.onSync))
 	defer a.workers.Close()
 
@@ -244,38 +251,4 @@ func statusPatch(cur *corev1.Pod, status corev1.PodStatus) ([]byte, error) {
 		return nil, err
 	}
 	return strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, corev1.Pod{})
-}
-
-// pullSecrets fetches the pod's image pull secrets and its service
-// account's. A missing secret is skipped, as kubelet does. podstart gap
-// (small): kubelet's getPullSecretsForPod over a Secret getter.
-func (a *agent) pullSecrets(ctx context.Context, pod *corev1.Pod) ([]corev1.Secret, error) {
-	refs := append([]corev1.LocalObjectReference(nil), pod.Spec.ImagePullSecrets...)
-	saName := pod.Spec.ServiceAccountName
-	if saName == "" {
-		saName = "default"
-	}
-	if sa, err := a.Client.CoreV1().ServiceAccounts(pod.Namespace).Get(ctx, saName, metav1.GetOptions{}); err == nil {
-		refs = append(refs, sa.ImagePullSecrets...)
-	} else if !apierrors.IsNotFound(err) {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	var out []corev1.Secret
-	for _, ref := range refs {
-		if ref.Name == "" || seen[ref.Name] {
-			continue
-		}
-		seen[ref.Name] = true
-		s, err := a.Client.CoreV1().Secrets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			log.Printf("pod %s/%s: pull secret %q not found", pod.Namespace, pod.Name, ref.Name)
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *s)
-	}
-	return out, nil
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/podstart/podstart/defaults"
 	"github.com/podstart/podstart/podsync"
@@ -121,7 +124,10 @@ func TestPodReachesRunning(t *testing.T) {
 	}
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "creds", MountPath: "/creds"}, {Name: "conf", MountPath: "/conf"}, {Name: "scratch", MountPath: "/scratch"}}
 	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-		LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "token"}}}}
+		LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "token"}}},
+		{Name: "ABSENT", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{ // optional: left out, as kubelet does
+			LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "absent", Optional: ptr.To(true)}}}}
+	pod.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{Prefix: "CONF_", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}}}}
 	if _, err := h.client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -195,8 +201,8 @@ func TestPodReachesRunning(t *testing.T) {
 	for _, kv := range create.Config.Envs {
 		env[kv.Key] = string(kv.Value)
 	}
-	if env["TOKEN"] != "s3cret" {
-		t.Errorf("env TOKEN = %q", env["TOKEN"])
+	if _, absent := env["ABSENT"]; env["TOKEN"] != "s3cret" || env["CONF_app.conf"] != "x=1" || absent {
+		t.Errorf("env %v: want TOKEN and CONF_app.conf, no ABSENT", slices.Sorted(maps.Keys(env)))
 	}
 	mounted := map[string]string{}
 	for _, m := range create.Config.Mounts {
@@ -399,4 +405,18 @@ func TestPullSecretOfServiceAccount(t *testing.T) {
 			t.Errorf("pulled with auth %v", r.GetAuth())
 		}
 	}
+	// kubelet's event for the secret left out.
+	eventually(t, "a FailedToRetrieveImagePullSecret event", func() bool {
+		evs, err := h.client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "FailedToRetrieveImagePullSecret" && e.Type == corev1.EventTypeWarning && e.InvolvedObject.Name == "private" &&
+				e.Message == "Unable to retrieve some image pull secrets (missing); attempting to pull the image may not succeed." {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/podstart/podstart/apiobjects"
+)
+
+// apiObjects is the API client as an apiobjects.Source (Secrets,
+// ConfigMaps) and apiobjects.ServiceAccountGetter. A missing object is
+// reported as kubelet's secret and configmap managers report it
+// (`secret "x" not found`, where client-go says "secrets"), so a pod's
+// CreateContainerConfigError reads as kubelet's.
+type apiObjects struct{ client kubernetes.Interface }
+
+func (o apiObjects) GetSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	s, err := o.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	return s, singular(err, "secret", name)
+}
+
+func (o apiObjects) GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	c, err := o.client.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+	return c, singular(err, "configmap", name)
+}
+
+func (o apiObjects) GetServiceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error) {
+	return o.client.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func singular(err error, resource, name string) error {
+	if apierrors.IsNotFound(err) {
+		return apierrors.NewNotFound(corev1.Resource(resource), name)
+	}
+	return err
+}
+
+var (
+	_ apiobjects.Source               = apiObjects{}
+	_ apiobjects.ServiceAccountGetter = apiObjects{}
+)
