@@ -113,6 +113,16 @@
 // directory). Kubelet takes its range from getsubids for the "kubelet"
 // user; podstart takes it from NewUserNamespaces's arguments.
 //
+// A container's environment is kubelet's makeEnvironmentVariables (see
+// Syncer.Environment): envFrom, then env in order with $(VAR) expanded,
+// field and resource references resolved here, Secret and ConfigMap
+// references through an EnvResolver (apiobjects.Env), an optional one
+// that is absent leaving its variable out (ErrSkipEnvVar). Keys of one
+// envFrom source go in sorted order (kubelet's is a map's). fileKeyRef
+// (EnvFiles, on by default since v1.35) is refused with an error naming
+// it (criconfig.ErrUnsupported); service link variables
+// (enableServiceLinks) are not added, as podsync has no Service lister.
+//
 // SyncPod takes pods from anywhere, not only from the API server, so it
 // first refuses (Result.SyncError matching mounts.ErrInvalidName, nothing
 // created) a pod whose UID, namespace, name, container or volume names the
