@@ -47,11 +47,15 @@ var rules = map[string]rule{
 	"podsync":            {module: []string{"criconfig", "images", "mounts", "runtime", "internal/..."}, forbid: heavyDeps},
 	"apistatus":          {module: []string{"podsync", "criconfig"}, forbid: heavyDeps},
 	// apiobjects: what a pod refers to in the API, for podsync's seams.
-	"apiobjects":   {module: []string{"podsync", "criconfig", "mounts"}, forbid: heavyDeps},
-	"podworker":    {module: []string{"podsync", "apistatus", "probes", "runtime"}, forbid: heavyDeps},
-	"probes":       {module: []string{"podsync", "images", "runtime", "internal/..."}, forbid: heavyDeps},
-	"internal/...": {module: []string{"runtime", "runtime/fake", "internal/..."}, forbid: heavyDeps},
-	"examples/...": {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes", clientGo}},
+	"apiobjects": {module: []string{"podsync", "criconfig", "mounts"}, forbid: heavyDeps},
+	"podworker":  {module: []string{"podsync", "apistatus", "probes", "runtime"}, forbid: heavyDeps},
+	"probes":     {module: []string{"podsync", "images", "runtime", "internal/..."}, forbid: heavyDeps},
+	// statusmanager: the top floor, writing podworker's statuses to an
+	// API server through its own small Client (no client-go).
+	"statusmanager":      {module: []string{"podworker", "apistatus", "podsync"}, forbid: heavyDeps},
+	"statusmanager/fake": {forbid: heavyDeps},
+	"internal/...":       {module: []string{"runtime", "runtime/fake", "internal/..."}, forbid: heavyDeps},
+	"examples/...":       {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes", clientGo}},
 	// The reference node agent talks to an API server: client-go here only.
 	"examples/nodeagent": {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes"}},
 	"test/...":           {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes", clientGo}},
