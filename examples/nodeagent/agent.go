@@ -2,18 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log"
 	"sync"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -29,6 +27,7 @@ import (
 	"github.com/podstart/podstart/podworker"
 	"github.com/podstart/podstart/probes"
 	"github.com/podstart/podstart/runtime"
+	"github.com/podstart/podstart/statusmanager"
 )
 
 // Config is what the agent needs: an API client, a runtime, and the node's
@@ -39,7 +38,8 @@ type Config struct {
 	NodeName   string
 	RootDir    string
 	PodLogsDir string
-	// Clock drives the Lease renewals and node status updates.
+	// Clock drives the Lease renewals, node status updates and the status
+	// manager's periodic reconcile.
 	Clock clock.WithTicker
 	// ClusterDNS and ClusterDomain are kubelet's --cluster-dns and
 	// --cluster-domain, for pods with the ClusterFirst DNS policy.
@@ -53,13 +53,7 @@ type Config struct {
 type agent struct {
 	Config
 	host    criconfig.Node // the node as criconfig sees it, read from the host
-	pods    cache.Indexer  // the informer's pods bound to this node
 	workers *podworker.Workers
-
-	mu      sync.Mutex
-	pending map[types.UID]podworker.PodState // newest state per pod, not yet written
-	wake    chan struct{}
-	sent    map[types.UID]corev1.PodStatus // the last status patched
 }
 
 // Run runs the agent until ctx ends. Pods keep running on the runtime when
@@ -69,7 +63,7 @@ func Run(ctx context.Context, cfg Config) error {
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel: every goroutine started here has ended
 	defer cancel()
-	a := &agent{Config: cfg, pending: map[types.UID]podworker.PodState{}, wake: make(chan struct{}, 1), sent: map[types.UID]corev1.PodStatus{}}
+	a := &agent{Config: cfg}
 
 	a.host = criconfig.FromHost(criconfig.Node{Name: cfg.NodeName, RootDir: cfg.RootDir, PodLogsDir: cfg.PodLogsDir,
 		ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain})
@@ -107,10 +101,13 @@ func Run(ctx context.Context, cfg Config) error {
 	// reads the account's, for pods made without that plugin (client-go's
 	// fake clientset in its tests).
 	pullSecrets := apiobjects.PullSecrets{Source: objects, Recorder: recorder, ServiceAccounts: objects}
+	// Statuses reach the API server through kubelet's status manager,
+	// which also deletes a pod's object once the worker removed the pod.
+	statuses := statusmanager.New(apiClient{cfg.Client}, statusmanager.WithClock(cfg.Clock))
 	a.workers = podworker.New(syncer, cfg.Runtime,
 		podworker.WithRuntimeName(v.RuntimeName), podworker.WithHostIPs(hostIPs...),
 		podworker.WithProbes(prober), podworker.WithPullSecrets(pullSecrets.ForPod),
-		podworker.WithOnSync(a.onSync))
+		podworker.WithOnSync(statuses.OnSync))
 	defer a.workers.Close()
 
 	// The pods bound to this node, as kubelet's API source watches them.
@@ -118,7 +115,6 @@ func Run(ctx context.Context, cfg Config) error {
 		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
 	}))
 	informer := factory.Core().V1().Pods().Informer()
-	a.pods = informer.GetIndexer()
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { a.podChanged(obj) },
 		UpdateFunc: func(_, obj any) { a.podChanged(obj) },
@@ -126,7 +122,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}); err != nil {
 		return err
 	}
-	wg.Go(func() { a.writeStatuses(ctx) })
+	// The status manager logs its failures (retried) through logr.
+	logger := funcr.New(func(prefix, args string) { log.Println(prefix, args) }, funcr.Options{})
+	wg.Go(func() { _ = statuses.Run(logr.NewContext(ctx, logger)) })
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	defer cancel() // the informers stop before Shutdown waits for them
@@ -170,85 +168,19 @@ func (a *agent) podGone(obj any) {
 	}
 }
 
-// onSync runs on the pod's goroutine: it only records the newest state for
-// writeStatuses.
-func (a *agent) onSync(uid types.UID, st podworker.PodState) {
-	a.mu.Lock()
-	a.pending[uid] = st
-	a.mu.Unlock()
-	select {
-	case a.wake <- struct{}{}:
-	default:
-	}
+// apiClient is statusmanager's Client over client-go. Kubelet's status
+// manager reads the pod live before each patch (not from its pod
+// manager's cache), so GetPod does too.
+type apiClient struct{ kubernetes.Interface }
+
+func (c apiClient) GetPod(ctx context.Context, ns, name string) (*corev1.Pod, error) {
+	return c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 }
 
-// writeStatuses patches each pod's status when it changed, and deletes a
-// removed pod's object (grace period 0), as kubelet's status manager does.
-// podstart gap: the status manager (a queue off the pod goroutines, "did it
-// change", the patch, when a pod may be deleted) is the agent's to write.
-func (a *agent) writeStatuses(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-a.wake:
-		}
-		a.mu.Lock()
-		batch := a.pending
-		a.pending = map[types.UID]podworker.PodState{}
-		a.mu.Unlock()
-		for uid, st := range batch {
-			if err := a.writeStatus(ctx, uid, st); err != nil && ctx.Err() == nil {
-				log.Printf("pod %s/%s status: %v", st.Pod.Namespace, st.Pod.Name, err)
-			}
-		}
-	}
+func (c apiClient) PatchPodStatus(ctx context.Context, ns, name string, patch []byte) (*corev1.Pod, error) {
+	return c.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 }
 
-func (a *agent) writeStatus(ctx context.Context, uid types.UID, st podworker.PodState) error {
-	pods := a.Client.CoreV1().Pods(st.Pod.Namespace)
-	obj, ok, _ := a.pods.Get(st.Pod)
-	if !ok || obj.(*corev1.Pod).UID != uid {
-		delete(a.sent, uid)
-		return nil // the object is gone, or a new pod took its name
-	}
-	cur := obj.(*corev1.Pod)
-	if !equality.Semantic.DeepEqual(a.sent[uid], st.APIStatus) && !equality.Semantic.DeepEqual(cur.Status, st.APIStatus) {
-		patch, err := statusPatch(cur, st.APIStatus)
-		if err != nil {
-			return err
-		}
-		if _, err := pods.Patch(ctx, cur.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-		a.sent[uid] = st.APIStatus
-	}
-	if !st.Removed {
-		return nil
-	}
-	delete(a.sent, uid)
-	if cur.DeletionTimestamp == nil {
-		return nil
-	}
-	zero := int64(0)
-	err := pods.Delete(ctx, cur.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: metav1.NewUIDPreconditions(string(uid))})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil
-	}
-	return err
-}
-
-// statusPatch is kubelet's PatchPodStatus: a strategic merge patch from the
-// pod's current status to the new one; the UID, only in the new object,
-// lands in the patch as a precondition.
-func statusPatch(cur *corev1.Pod, status corev1.PodStatus) ([]byte, error) {
-	oldJSON, err := json.Marshal(corev1.Pod{Status: cur.Status})
-	if err != nil {
-		return nil, err
-	}
-	newJSON, err := json.Marshal(corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: cur.UID}, Status: status})
-	if err != nil {
-		return nil, err
-	}
-	return strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, corev1.Pod{})
+func (c apiClient) DeletePod(ctx context.Context, ns, name string, uid types.UID) error {
+	return c.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: metav1.NewUIDPreconditions(string(uid))})
 }

@@ -3,7 +3,7 @@
 // plane cannot tell it from a kubelet for those pods. It registers the Node
 // (capacity, addresses, conditions, node info), renews the node's Lease in
 // kube-node-lease, watches the pods bound to it, runs them through
-// podworker, patches their status, fetches their pull secrets, writes their
+// podworker, patches their status (statusmanager), fetches their pull secrets, writes their
 // Secret, ConfigMap, downward API and projected volumes (service account
 // tokens included), and honours deletion with graceful termination before
 // deleting the pod object.
