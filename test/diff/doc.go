@@ -20,6 +20,9 @@
 //     (pkg/apis/core/v1 registered in a scheme);
 //   - criconfig's QoS, OOM score, security-context and sysctl helpers with
 //     pkg/kubelet/qos and pkg/securitycontext (see criconfig_test.go).
+//   - statusmanager.StatusPatch with kubelet's PatchPodStatus (pkg/util/pod,
+//     over client-go's fake clientset): the same patch bytes and the same
+//     "unchanged" on random pairs of pod statuses.
 //
 // # Versions
 //
