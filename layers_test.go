@@ -48,6 +48,8 @@ var rules = map[string]rule{
 	"apistatus":          {module: []string{"podsync", "criconfig"}, forbid: heavyDeps},
 	// apiobjects: what a pod refers to in the API, for podsync's seams.
 	"apiobjects": {module: []string{"podsync", "criconfig", "mounts"}, forbid: heavyDeps},
+	// nodestatus: the Node, its status setters and heartbeat, for node agents.
+	"nodestatus": {module: []string{"criconfig", "runtime"}, forbid: heavyDeps},
 	"podworker":  {module: []string{"podsync", "apistatus", "probes", "runtime"}, forbid: heavyDeps},
 	"probes":     {module: []string{"podsync", "images", "runtime", "internal/..."}, forbid: heavyDeps},
 	// statusmanager: the top floor, writing podworker's statuses to an

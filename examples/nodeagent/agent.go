@@ -38,8 +38,8 @@ type Config struct {
 	NodeName   string
 	RootDir    string
 	PodLogsDir string
-	// Clock drives the Lease renewals, node status updates and the status
-	// manager's periodic reconcile.
+	// Clock drives the Lease renewals, node status updates, runtime status
+	// checks and the status manager's periodic reconcile.
 	Clock clock.WithTicker
 	// ClusterDNS and ClusterDomain are kubelet's --cluster-dns and
 	// --cluster-domain, for pods with the ClusterFirst DNS policy.
@@ -71,11 +71,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("runtime version: %w", err)
 	}
-	node, err := a.registerNode(ctx, v.RuntimeName+"://"+v.RuntimeVersion)
+	heartbeat := a.newHeartbeat()
+	node, err := heartbeat.Register(ctx)
 	if err != nil {
 		return err
 	}
-	wg.Go(func() { a.heartbeat(ctx, node) })
+	wg.Go(func() { heartbeat.Run(ctx) })
 
 	// Events reach the API server as kubelet's do: source component "kubelet", host the node.
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))

@@ -352,23 +352,37 @@ func TestNodeAndLease(t *testing.T) {
 		}
 		return l.Spec.RenewTime.Time
 	}
+	// kubelet's cadence: the Lease every 10 s (plus up to 4% jitter), the
+	// status computed as often but patched only when it changed or the
+	// report frequency (5 min, ±50% after a change) passed.
 	t0 := h.clock.Now()
-	eventually(t, "lease created", func() bool { return renewTime().Equal(t0) })
-	eventually(t, "heartbeat ticker armed", h.clock.HasWaiters)
-	h.clock.Step(heartbeatPeriod)
-	eventually(t, "lease renewed", func() bool { return renewTime().Equal(t0.Add(heartbeatPeriod)) })
-	eventually(t, "node status heartbeat", func() bool {
+	heartbeat := func() time.Time {
 		n, err := h.client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady {
-				return c.LastHeartbeatTime.Time.Equal(t0.Add(heartbeatPeriod)) && c.LastTransitionTime.Time.Equal(t0)
+				if !c.LastTransitionTime.Time.Equal(t0) {
+					t.Errorf("Ready transition %v, want %v", c.LastTransitionTime, t0)
+				}
+				return c.LastHeartbeatTime.Time
 			}
 		}
-		return false
-	})
+		return time.Time{}
+	}
+	eventually(t, "lease created", func() bool { return renewTime().Equal(t0) })
+	eventually(t, "heartbeat armed", h.clock.HasWaiters)
+	h.clock.Step(11 * time.Second)
+	t1 := h.clock.Now()
+	eventually(t, "lease renewed", func() bool { return renewTime().Equal(t1) })
+	eventually(t, "heartbeat armed", h.clock.HasWaiters)
+	if hb := heartbeat(); !hb.Equal(t0) {
+		t.Errorf("unchanged status patched at %v", hb)
+	}
+	h.clock.Step(8 * time.Minute)
+	t2 := h.clock.Now()
+	eventually(t, "node status reported", func() bool { return heartbeat().Equal(t2) })
 }
 
 // Every goroutine the agent starts ends with Run.

@@ -175,8 +175,12 @@ func startKubelet(t *testing.T, bin, kubeconfig, node, work, endpoint string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	nodeIP := "127.0.0.1"
+	if ip := hostIP(); ip != nil {
+		nodeIP = ip.String()
+	}
 	cmd := exec.Command(bin, "--config="+cfg, "--kubeconfig="+kubeconfig, "--root-dir="+root,
-		"--hostname-override="+node, "--node-ip="+hostIP(), "--v=2")
+		"--hostname-override="+node, "--node-ip="+nodeIP, "--v=2")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

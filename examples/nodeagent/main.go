@@ -28,7 +28,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -104,14 +103,6 @@ func splitNonEmpty(s string) []string {
 	}
 	return strings.Split(s, ",")
 }
-
-// The Lease lasts 40 s and is renewed every 10 s, kubelet's
-// nodeLeaseDurationSeconds and renew interval; the node status is updated
-// as often (kubelet's nodeStatusUpdateFrequency).
-const (
-	leaseDuration   = 40 * time.Second
-	heartbeatPeriod = 10 * time.Second
-)
 
 // setKubeletRateLimits gives the API client kubelet's defaults
 // (kubeAPIQPS 50, kubeAPIBurst 100): client-go's own 5 and 10 let a burst

@@ -2,133 +2,67 @@ package main
 
 import (
 	"context"
-	"log"
 	"net"
-	goruntime "runtime"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/podstart/podstart/nodestatus"
 )
 
 const kubeletVersion = "v1.36.3-podstart"
 
-// registerNode creates the Node, or takes over the one of that name, and
-// sets its status.
-func (a *agent) registerNode(ctx context.Context, runtimeVersion string) (*corev1.Node, error) {
-	nodes := a.Client.CoreV1().Nodes()
-	want := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.NodeName, Labels: map[string]string{
-		corev1.LabelHostname: a.NodeName, corev1.LabelOSStable: goruntime.GOOS, corev1.LabelArchStable: goruntime.GOARCH,
-	}}}
-	node, err := nodes.Create(ctx, want, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		node, err = nodes.Get(ctx, a.NodeName, metav1.GetOptions{})
+// newHeartbeat is the node's registration, status and Lease, all
+// nodestatus's; the agent supplies the API client and what it knows of
+// the node.
+func (a *agent) newHeartbeat() *nodestatus.Heartbeat {
+	state := nodestatus.NewRuntimeState(a.Clock)
+	var nodeIPs []net.IP
+	if ip := hostIP(); ip != nil {
+		nodeIPs = []net.IP{ip}
 	}
-	if err != nil {
-		return nil, err
-	}
-	node.Status = a.nodeStatus(node.Status, runtimeVersion)
-	return nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	setters := nodestatus.DefaultSetters(nodestatus.SetterConfig{
+		NodeName:       a.NodeName,
+		Address:        nodestatus.AddressConfig{NodeIPs: nodeIPs},
+		RootDir:        a.RootDir,
+		Runtime:        a.Runtime,
+		Images:         a.Runtime,
+		KubeletVersion: kubeletVersion,
+		State:          state,
+		Clock:          a.Clock,
+	})
+	return nodestatus.New(nodeClient{a.Client}, nodestatus.Registration{Name: a.NodeName}, setters,
+		nodestatus.WithClock(a.Clock), nodestatus.WithRuntime(a.Runtime, state))
 }
 
-// nodeStatus is the node's status now: capacity, addresses, conditions
-// (transition times kept while a condition holds) and node info. Outside
-// podstart's pod path, but every agent needs kubelet's node status
-// setters: a podstart gap if podstart means to serve node agents.
-func (a *agent) nodeStatus(old corev1.NodeStatus, runtimeVersion string) corev1.NodeStatus {
-	now := metav1.NewTime(a.Clock.Now())
-	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
-		corev1.ResourceMemory: *resource.NewQuantity(a.host.MemoryCapacity, resource.BinarySI),
-		corev1.ResourcePods:   *resource.NewQuantity(110, resource.DecimalSI),
-	}
-	st := corev1.NodeStatus{
-		Capacity:    capacity,
-		Allocatable: capacity,
-		Addresses:   []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: hostIP()}, {Type: corev1.NodeHostName, Address: a.NodeName}},
-		NodeInfo:    old.NodeInfo,
-	}
-	st.NodeInfo.KubeletVersion = kubeletVersion
-	st.NodeInfo.OperatingSystem, st.NodeInfo.Architecture = goruntime.GOOS, goruntime.GOARCH
-	if runtimeVersion != "" {
-		st.NodeInfo.ContainerRuntimeVersion = runtimeVersion
-	}
-	conds := []struct {
-		typ             corev1.NodeConditionType
-		status          corev1.ConditionStatus
-		reason, message string
-	}{
-		{corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"},
-		{corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
-		{corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"},
-		{corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"},
-	}
-	for _, c := range conds {
-		nc := corev1.NodeCondition{Type: c.typ, Status: c.status, Reason: c.reason, Message: c.message, LastHeartbeatTime: now, LastTransitionTime: now}
-		for _, o := range old.Conditions {
-			if o.Type == c.typ && o.Status == c.status {
-				nc.LastTransitionTime = o.LastTransitionTime
-			}
-		}
-		st.Conditions = append(st.Conditions, nc)
-	}
-	return st
+// nodeClient is nodestatus.Client over client-go.
+type nodeClient struct{ c kubernetes.Interface }
+
+func (n nodeClient) GetNode(ctx context.Context, name string) (*corev1.Node, error) {
+	return n.c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 }
 
-// heartbeat renews the node's Lease and updates its status every
-// heartbeatPeriod, until ctx ends.
-func (a *agent) heartbeat(ctx context.Context, node *corev1.Node) {
-	a.renewLease(ctx, node)
-	tick := a.Clock.NewTicker(heartbeatPeriod)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C():
-		}
-		a.renewLease(ctx, node)
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			n, err := a.Client.CoreV1().Nodes().Get(ctx, a.NodeName, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			n.Status = a.nodeStatus(n.Status, "")
-			_, err = a.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
-			return err
-		})
-		if err != nil && ctx.Err() == nil {
-			log.Printf("node status: %v", err)
-		}
-	}
+func (n nodeClient) CreateNode(ctx context.Context, node *corev1.Node) (*corev1.Node, error) {
+	return n.c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 }
 
-// renewLease creates or renews the node's Lease in kube-node-lease, owned by
-// the Node as kubelet's is.
-func (a *agent) renewLease(ctx context.Context, node *corev1.Node) {
-	leases := a.Client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
-	now := metav1.NewMicroTime(a.Clock.Now())
-	secs := int32(leaseDuration.Seconds())
-	lease, err := leases.Get(ctx, a.NodeName, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		lease = &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: a.NodeName, Namespace: corev1.NamespaceNodeLease, OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID,
-			}}},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: &a.NodeName, LeaseDurationSeconds: &secs, RenewTime: &now},
-		}
-		_, err = leases.Create(ctx, lease, metav1.CreateOptions{})
-	case err == nil:
-		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &a.NodeName, &secs, &now
-		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
-	}
-	if err != nil && ctx.Err() == nil {
-		log.Printf("node lease: %v", err)
-	}
+func (n nodeClient) PatchNodeStatus(ctx context.Context, name string, patch []byte) (*corev1.Node, error) {
+	return n.c.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+}
+
+func (n nodeClient) GetLease(ctx context.Context, namespace, name string) (*coordinationv1.Lease, error) {
+	return n.c.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (n nodeClient) CreateLease(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	return n.c.CoordinationV1().Leases(l.Namespace).Create(ctx, l, metav1.CreateOptions{})
+}
+
+func (n nodeClient) UpdateLease(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	return n.c.CoordinationV1().Leases(l.Namespace).Update(ctx, l, metav1.UpdateOptions{})
 }
 
 // nodeIPs are the node's InternalIP addresses.
@@ -142,13 +76,15 @@ func nodeIPs(node *corev1.Node) []string {
 	return ips
 }
 
-// hostIP is the first global unicast address of the host (loopback if none).
-func hostIP() string {
+// hostIP is the host's first global unicast address, the agent's
+// --node-ip; nil leaves the choice to kubelet's detection (DNS, then the
+// default route's interface).
+func hostIP() net.IP {
 	addrs, _ := net.InterfaceAddrs()
 	for _, a := range addrs {
 		if n, ok := a.(*net.IPNet); ok && n.IP.IsGlobalUnicast() {
-			return n.IP.String()
+			return n.IP
 		}
 	}
-	return "127.0.0.1"
+	return nil
 }
