@@ -2,6 +2,7 @@ package nodestatus
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 
@@ -11,6 +12,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 )
+
+var errNoRuntime = errors.New("no runtime")
 
 // EventRecorder has the method of client-go's record.EventRecorder that
 // the node's events need, so a caller's recorder fits unchanged.
@@ -105,7 +108,7 @@ func DefaultSetters(cfg SetterConfig) []Setter {
 	}
 	version := func(ctx context.Context) (*runtimeapi.VersionResponse, error) {
 		if cfg.Runtime == nil {
-			return nil, context.Canceled
+			return nil, errNoRuntime
 		}
 		return cfg.Runtime.Version(ctx, "v1")
 	}

@@ -323,6 +323,7 @@ func VersionInfo(kernelVersion, osImage string, runtimeVersion func(ctx context.
 		}
 		ni.ContainerRuntimeVersion = name + "://" + ver
 		ni.KubeletVersion = kubeletVersion
+		//lint:ignore SA1019 kubelet clears the deprecated field (DisableNodeKubeProxyVersion)
 		ni.KubeProxyVersion = ""
 		return nil
 	}

@@ -343,6 +343,7 @@ func TestMachineInfo(t *testing.T) {
 
 // From kubelet's TestVersionInfo and TestImages.
 func TestVersionInfoAndImages(t *testing.T) {
+	//lint:ignore SA1019 a stale value kubelet clears
 	node := &corev1.Node{Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{KubeProxyVersion: "old"}}}
 	ok := func(context.Context) (*runtimeapi.VersionResponse, error) {
 		return &runtimeapi.VersionResponse{RuntimeName: "containerd", RuntimeVersion: "v1.7.2"}, nil
