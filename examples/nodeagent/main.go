@@ -1,9 +1,9 @@
 // Command nodeagent is podstart's reference node agent: it joins a cluster as
 // a node and runs the pods bound to it the way kubelet does, so the control
 // plane cannot tell it from a kubelet for those pods. It registers the Node
-// (capacity, addresses, conditions, node info), renews the node's Lease in
-// kube-node-lease, watches the pods bound to it, runs them through
-// podworker, patches their status (statusmanager), fetches their pull secrets, writes their
+// and renews its Lease and status (nodestatus), watches the pods bound to it,
+// runs them through podworker, patches their status (statusmanager), fetches
+// their pull secrets, writes their
 // Secret, ConfigMap, downward API and projected volumes (service account
 // tokens included), and honours deletion with graceful termination before
 // deleting the pod object.
