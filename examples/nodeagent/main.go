@@ -3,15 +3,14 @@
 // plane cannot tell it from a kubelet for those pods. It registers the Node
 // and renews its Lease and status (nodestatus), watches the pods bound to it,
 // runs them through podworker, patches their status (statusmanager), fetches
-// their pull secrets, writes their
-// Secret, ConfigMap, downward API and projected volumes (service account
-// tokens included), and honours deletion with graceful termination before
-// deleting the pod object.
+// their pull secrets, writes their Secret, ConfigMap, downward API and
+// projected volumes (service account tokens included), and honours deletion
+// with graceful termination before deleting the pod object.
 //
 // Everything about pods comes from podstart's public API; the rest (the
 // API client, informer, events) is client-go. What it has to write itself
-// that podstart could give a node agent is marked "podstart gap". By default it runs the
-// built-in fake runtime in process, so it runs anywhere:
+// that podstart could give a node agent is marked "podstart gap". By
+// default it runs the built-in fake runtime in process, so it runs anywhere:
 //
 //	go run ./examples/nodeagent -kubeconfig ~/.kube/config -node-name agent-1
 //	go run ./examples/nodeagent -kubeconfig ~/.kube/config -node-name agent-1 \
