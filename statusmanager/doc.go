@@ -91,10 +91,15 @@
 // containers all exited may report its terminal phase before its sandbox
 // is stopped; kubelet stops the sandbox first.
 //
+// The status of a pod the worker removed is finished as kubelet's
+// TerminatePod finishes it: containers that never reached a terminated
+// state end as ContainerStatusUnknown (exit code 137), and a phase that is
+// not terminal becomes Failed, so that even a pod that never ran (an image
+// that cannot be pulled) reaches the terminal phase its deletion waits for.
+//
 // Left to podworker and apistatus, which build the status OnSync gets:
-// transition times, start time, observed generation, normalisation and the
-// final status of a killed pod (kubelet's updateStatusInternal and
-// TerminatePod). Kubelet's check against a container leaving the terminated
+// transition times, start time, observed generation and normalisation
+// (kubelet's updateStatusInternal). Kubelet's check against a container leaving the terminated
 // state (checkContainerStateTransition) is not repeated. Not kept: resize
 // conditions set by admission (SetPodResizePendingCondition and the like),
 // readiness and startup set between syncs (SetContainerReadiness,

@@ -102,7 +102,9 @@ func New(client Client, opts ...Option) *Manager {
 // OnSync takes a pod's newest state from podworker (pass it to
 // podworker.WithOnSync). It never blocks on the API server: it stores the
 // status under a new version when it changed (kubelet's SetPodStatus, or
-// TerminatePod for a removed pod) and wakes Run.
+// TerminatePod for a removed pod: containers that never ran end as
+// ContainerStatusUnknown, a phase that is not terminal becomes Failed) and
+// wakes Run.
 func (m *Manager) OnSync(uid types.UID, st podworker.PodState) {
 	if st.Pod == nil {
 		return
@@ -120,6 +122,10 @@ func (m *Manager) OnSync(uid types.UID, st podworker.PodState) {
 		if cached.status.ObservedGeneration > status.ObservedGeneration {
 			status.ObservedGeneration = cached.status.ObservedGeneration // no patch backwards
 		}
+	}
+	if st.Removed {
+		// The end of the pod's life: kubelet's TerminatePod.
+		status = terminatePod(e.pod, status)
 	}
 	e.status = status
 	// Kubelet forces a new version for a pod being deleted, so the
