@@ -2,7 +2,6 @@ package apistatus
 
 import (
 	"fmt"
-	"net/netip"
 	"sort"
 	"strings"
 	"sync"
@@ -11,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	netutils "k8s.io/utils/net"
 
 	"github.com/podstart/podstart/criconfig"
 	"github.com/podstart/podstart/podsync"
@@ -136,7 +136,9 @@ type Input struct {
 	// RuntimeName prefixes container IDs ("containerd://…"); empty:
 	// "containerd".
 	RuntimeName string
-	// HostIPs are the node's IPs, primary first.
+	// HostIPs are the node's IPs, primary first: its InternalIPs, then
+	// its ExternalIPs. The status keeps the first and the first of the
+	// other family, as kubelet's GetNodeHostIPs.
 	HostIPs []string
 	// Terminal: the pod's containers will not run again (it was killed
 	// for good, as kubelet's podIsTerminal).
@@ -236,19 +238,19 @@ func PodStatus(in Input) corev1.PodStatus {
 		ContainersReadyCondition(pod, &old, allStatuses, s.Phase),
 		corev1.PodCondition{Type: corev1.PodScheduled, ObservedGeneration: gen, Status: corev1.ConditionTrue})
 
-	if len(in.HostIPs) > 0 {
-		s.HostIP = in.HostIPs[0]
+	if hostIPs := nodeIPs(in.HostIPs); len(hostIPs) > 0 {
+		s.HostIP = hostIPs[0]
 		s.HostIPs = []corev1.HostIP{{IP: s.HostIP}}
-		if len(in.HostIPs) > 1 {
-			s.HostIPs = append(s.HostIPs, corev1.HostIP{IP: in.HostIPs[1]})
+		if len(hostIPs) > 1 {
+			s.HostIPs = append(s.HostIPs, corev1.HostIP{IP: hostIPs[1]})
 		}
 		if pod.Spec.HostNetwork {
 			if s.PodIP == "" {
-				s.PodIP = in.HostIPs[0]
+				s.PodIP = hostIPs[0]
 				s.PodIPs = []corev1.PodIP{{IP: s.PodIP}}
 			}
-			if len(in.HostIPs) > 1 && len(s.PodIPs) == 1 && family(s.PodIPs[0].IP) != family(in.HostIPs[1]) {
-				s.PodIPs = append(s.PodIPs, corev1.PodIP{IP: in.HostIPs[1]})
+			if len(hostIPs) > 1 && len(s.PodIPs) == 1 && family(s.PodIPs[0].IP) != family(hostIPs[1]) {
+				s.PodIPs = append(s.PodIPs, corev1.PodIP{IP: hostIPs[1]})
 			}
 		}
 	}
@@ -310,19 +312,16 @@ func setTransitionTime(s, old *corev1.PodStatus, t corev1.PodConditionType, now 
 }
 
 // sortPodIPs is kubelet's: the first IP of the node's primary family, then
-// the first of the other.
+// the first of the other, each parsed as kubelet parses them (leading
+// zeros in IPv4 allowed) and written in canonical form.
 func sortPodIPs(ips, hostIPs []string) []string {
 	primary6 := len(hostIPs) > 0 && family(hostIPs[0]) == 6
 	var out []string
 	for _, want := range []bool{primary6, !primary6} {
-		for _, ip := range ips {
-			a, err := netip.ParseAddr(ip)
-			if err != nil {
-				continue
-			}
-			a = a.Unmap()
-			if a.Is6() == want {
-				out = append(out, a.String())
+		for _, s := range ips {
+			ip := netutils.ParseIPSloppy(s)
+			if ip != nil && (ip.To4() == nil) == want {
+				out = append(out, ip.String())
 				break
 			}
 		}
@@ -330,12 +329,33 @@ func sortPodIPs(ips, hostIPs []string) []string {
 	return out
 }
 
-func family(ip string) int {
-	a, err := netip.ParseAddr(ip)
-	if err != nil {
-		return 0
+// nodeIPs is kubelet's GetNodeHostIPs on addresses already in its order
+// (InternalIPs, then ExternalIPs): the first, then the first of the other
+// family; unparsable ones skipped.
+func nodeIPs(addrs []string) []string {
+	var out []string
+	for _, s := range addrs {
+		ip := netutils.ParseIPSloppy(s)
+		if ip == nil {
+			continue
+		}
+		if len(out) == 0 {
+			out = append(out, ip.String())
+		} else if family(out[0]) != family(ip.String()) {
+			return append(out, ip.String())
+		}
 	}
-	if a.Unmap().Is4() {
+	return out
+}
+
+// family is 4 or 6, 0 for what does not parse (kubelet's
+// IPFamilyOfString).
+func family(s string) int {
+	ip := netutils.ParseIPSloppy(s)
+	switch {
+	case ip == nil:
+		return 0
+	case ip.To4() != nil:
 		return 4
 	}
 	return 6
