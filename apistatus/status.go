@@ -257,6 +257,10 @@ func PodStatus(in Input) corev1.PodStatus {
 
 	// The status manager's part.
 	s.ObservedGeneration = gen
+	if old.ObservedGeneration > s.ObservedGeneration {
+		// Never lowered: a status already seen with a newer generation.
+		s.ObservedGeneration = old.ObservedGeneration
+	}
 	for _, t := range []corev1.PodConditionType{corev1.ContainersReady, corev1.PodReady, corev1.PodInitialized,
 		corev1.PodReadyToStartContainers, corev1.PodScheduled, corev1.DisruptionTarget} {
 		setTransitionTime(&s, &old, t, now)
