@@ -329,3 +329,76 @@ func diff(want, got any) string {
 	g, _ := json.Marshal(got)
 	return fmt.Sprintf("kubelet:  %s\npodstart: %s", w, g)
 }
+
+// TestConvertToAPIContainerStatuses ports kubelet v1.36.3's cases of
+// TestConvertToAPIContainerStatuses that do not restart all containers in
+// place (RestartAllContainers is not built; see the package doc); the two
+// "no current status" cases are in TestGenerateAPIPodStatusPhaseAndConditions.
+// As kubelet's test, container IDs and resources are not compared; nor
+// are started and ready, which kubelet's function leaves to its prober.
+func TestConvertToAPIContainerStatuses(t *testing.T) {
+	t.Parallel()
+	desired := corev1.PodSpec{NodeName: "machine", Containers: containers("containerA", "containerB"), RestartPolicy: corev1.RestartPolicyAlways}
+	withInit := corev1.PodSpec{NodeName: "machine", InitContainers: containers("init-1"), Containers: containers("containerA"), RestartPolicy: corev1.RestartPolicyAlways}
+	withSidecar := corev1.PodSpec{NodeName: "machine", InitContainers: sidecars("sidecar-1"), Containers: containers("containerA"), RestartPolicy: corev1.RestartPolicyAlways}
+	appRunning := []*podsync.ContainerStatus{{ID: "foo", Name: "containerA", StartedAt: time.Unix(1, 0).UTC(), State: podsync.ContainerStateRunning}}
+	cases := []struct {
+		name      string
+		spec      corev1.PodSpec
+		instances []*podsync.ContainerStatus
+		previous  corev1.PodStatus
+		init      bool
+		want      []corev1.ContainerStatus
+	}{
+		{
+			name:     "no current status, keeping previous restartCount",
+			spec:     desired,
+			previous: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{withRestartCount(failedState("containerA", -1), 5), withRestartCount(failedState("containerB", -1), 5)}},
+			want:     []corev1.ContainerStatus{withRestartCount(failedState("containerA", -1), 5), withRestartCount(failedState("containerB", -1), 5)},
+		},
+		{
+			name: "currently running with lower restartCount; should keeping previous restartCount",
+			spec: desired,
+			instances: []*podsync.ContainerStatus{{ID: "containerA", Name: "containerA", State: podsync.ContainerStateRunning},
+				{ID: "containerB", Name: "containerB", State: podsync.ContainerStateRunning}},
+			previous: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{withRestartCount(failedState("containerA", -1), 5), withRestartCount(failedState("containerB", -1), 5)}},
+			want: []corev1.ContainerStatus{
+				withRestartCount(withLastState(runningState("containerA"), corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: -1}}), 6),
+				withRestartCount(withLastState(runningState("containerB"), corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: -1}}), 6)},
+		},
+		{
+			name:      "Unable to get init container status from container runtime and pod has been initialized, treat it as exited normally",
+			spec:      withInit,
+			instances: appRunning,
+			init:      true,
+			want: []corev1.ContainerStatus{{Name: "init-1", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", ExitCode: 0,
+				Message: "Unable to get init container status from container runtime and pod has been initialized, treat it as exited normally"}}}},
+		},
+		{
+			name:      "Unable to get sidecar container status from container runtime and pod has been initialized, sidecar container should be waiting",
+			spec:      withSidecar,
+			instances: appRunning,
+			init:      true,
+			want:      []corev1.ContainerStatus{{Name: "sidecar-1", State: waiting(apistatus.PodInitializing)}},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "my-pod"}, Spec: c.spec}
+			s := apistatus.PodStatus(apistatus.Input{Pod: pod, Status: &podsync.PodStatus{ContainerStatuses: c.instances}, Previous: c.previous.DeepCopy(), Now: genNow})
+			got := s.ContainerStatuses
+			if c.init {
+				got = s.InitContainerStatuses
+			}
+			for i := range got {
+				got[i].ContainerID, got[i].Resources, got[i].AllocatedResources, got[i].Started, got[i].Ready = "", nil, nil, nil, false
+				if got[i].State.Terminated != nil {
+					got[i].State.Terminated.ContainerID = ""
+				}
+			}
+			if d := diff(c.want, got); d != "" {
+				t.Fatal(d)
+			}
+		})
+	}
+}

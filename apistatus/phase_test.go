@@ -42,7 +42,7 @@ func st(spec string) corev1.ContainerStatus {
 }
 
 // podSpec: apps and inits by name; an init named side* is a sidecar; a
-// container name ending in -never, -onfailure or -always has that
+// container (app or init) name ending in -never, -onfailure or -always has that
 // container restart policy.
 func podSpec(policy corev1.RestartPolicy, inits, apps string) *corev1.Pod {
 	always := corev1.ContainerRestartPolicyAlways
@@ -57,7 +57,7 @@ func podSpec(policy corev1.RestartPolicy, inits, apps string) *corev1.Pod {
 	}
 	pod := &corev1.Pod{Spec: corev1.PodSpec{RestartPolicy: policy}}
 	for _, n := range strings.Fields(inits) {
-		c := corev1.Container{Name: n}
+		c := corev1.Container{Name: n, RestartPolicy: pol(n)}
 		if strings.HasPrefix(n, "side") {
 			c.RestartPolicy = &always
 		}
@@ -108,6 +108,12 @@ func TestPhase(t *testing.T) {
 		{"sidecar: crash loop, apps running", A, "side", "a b", "side:waitLastFail a:run b:run", false, true, corev1.PodRunning},
 		{"sidecar: apps stopped, terminal", A, "side", "a b", "side:stop a:stop b:stop", true, true, corev1.PodSucceeded},
 		{"sidecar: apps failed, terminal", A, "side", "a b", "side:stop a:stop b:fail", true, true, corev1.PodFailed},
+		// TestPodPhaseWithRestartAlwaysAndPodHasRun
+		{"has run: init, sidecar and app running", A, "x side", "a", "x:run side:run a:run", false, false, corev1.PodPending},
+		{"has run: app stopped, init and sidecar running", A, "x side", "a", "x:run side:run a:stop", false, false, corev1.PodPending},
+		{"has run: re-created sandbox, init done, sidecar running, old app stopped", A, "x side", "a", "x:stop side:run a:stop", false, false, corev1.PodPending},
+		{"has run: init done, sidecar running, app stopped", A, "x side", "a", "x:stop side:run a:stop", false, true, corev1.PodRunning},
+		{"has run: init done, sidecar and app running", A, "x side", "a", "x:stop side:run a:run", false, true, corev1.PodRunning},
 		// TestPodPhaseWithRestartNever
 		{"never: waiting", N, "", "a b", "", false, false, corev1.PodPending},
 		{"never: all running", N, "", "a b", "a:run b:run", false, false, corev1.PodRunning},
@@ -139,6 +145,10 @@ func TestPhase(t *testing.T) {
 		{"one restartable container", N, "", "a-always b", "a-always:stop b:fail", false, true, corev1.PodRunning},
 		{"none restartable", A, "", "a-never b-onfailure", "a-never:fail b-onfailure:stop", false, true, corev1.PodFailed},
 		{"all succeeded with container policies", A, "", "a-never b-onfailure", "a-never:stop b-onfailure:stop", false, true, corev1.PodSucceeded},
+		// TestPodPhaseWithContainerRestartPolicyInitContainers
+		{"init container with restart policy Never failed", A, "i-never", "c", "i-never:fail", false, true, corev1.PodFailed},
+		{"init container with restart policy OnFailure failed", N, "i-onfailure", "c", "i-onfailure:fail", false, true, corev1.PodPending},
+		{"init container with restart policy Always failed", N, "side", "c", "side:fail", false, true, corev1.PodPending},
 		{"onfailure container exit 42", N, "", "a-onfailure", "a-onfailure:fail42", false, true, corev1.PodRunning},
 	}
 	for _, c := range cases {

@@ -1,0 +1,129 @@
+package apistatus_test
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/podstart/podstart/apistatus"
+	"github.com/podstart/podstart/podsync"
+)
+
+// TestConvertToAPIContainerStatusesForResources is kubelet v1.36.3's test
+// of that name: a container status's Resources (what the runtime reports
+// for a running container, the allocation otherwise) and
+// AllocatedResources. Kubelet's test feeds the runtime's memory request
+// too, which no CRI runtime reports (kubelet's toKubeContainerResources
+// never sets it), so the instance here carries CPU limit, CPU request and
+// memory limit; only "resizing Pod" changes for it, noted there.
+func TestConvertToAPIContainerStatusesForResources(t *testing.T) {
+	t.Parallel()
+	list := func(kv ...string) corev1.ResourceList {
+		l := corev1.ResourceList{}
+		for i := 0; i < len(kv); i += 2 {
+			l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+		}
+		return l
+	}
+	cpu1mem1 := list("cpu", "1", "memory", "1Gi")
+	cpu2mem2 := list("cpu", "2", "memory", "2Gi")
+	cpu1mem1st := list("cpu", "1", "memory", "1Gi", "ephemeral-storage", "2Gi", "storage", "2Gi")
+	cpu2mem2st := list("cpu", "2", "memory", "2Gi", "ephemeral-storage", "2Gi", "storage", "2Gi")
+	extended := func(l corev1.ResourceList) corev1.ResourceList {
+		l = l.DeepCopy()
+		for _, n := range []corev1.ResourceName{corev1.ResourceMemory, corev1.ResourceCPU} {
+			if _, ok := l[n]; !ok {
+				l[n] = resource.MustParse("0")
+			}
+		}
+		l["dummy.io/dummy"] = resource.MustParse("1")
+		return l
+	}
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	req := func(l, r corev1.ResourceList) *corev1.ResourceRequirements {
+		return &corev1.ResourceRequirements{Limits: l, Requests: r}
+	}
+	cases := []struct {
+		name      string
+		state     podsync.ContainerState // "": running
+		resources corev1.ResourceRequirements
+		allocated *corev1.ResourceRequirements // nil: resources
+		actual    *podsync.ContainerResources  // nil: from resources
+		old       corev1.ContainerStatus
+		wantAlloc corev1.ResourceList
+		wantRes   *corev1.ResourceRequirements
+	}{
+		{name: "GuaranteedQoSPod with CPU and memory CRI status", resources: *req(cpu1mem1, cpu1mem1),
+			old: corev1.ContainerStatus{State: running, Resources: req(cpu1mem1, cpu1mem1)}, wantAlloc: cpu1mem1, wantRes: req(cpu1mem1, cpu1mem1)},
+		{name: "BurstableQoSPod with CPU and memory CRI status", resources: *req(cpu1mem1, cpu1mem1),
+			old: corev1.ContainerStatus{State: running, Resources: req(cpu2mem2, cpu1mem1)}, wantAlloc: cpu1mem1, wantRes: req(cpu1mem1, cpu1mem1)},
+		{name: "BurstableQoSPod without CPU", resources: corev1.ResourceRequirements{Requests: list("memory", "100M")},
+			actual: &podsync.ContainerResources{CPURequest: resource.NewMilliQuantity(2, resource.DecimalSI)},
+			old:    corev1.ContainerStatus{State: running, Resources: &corev1.ResourceRequirements{Requests: list("memory", "100M")}},
+			wantAlloc: list("memory", "100M"), wantRes: &corev1.ResourceRequirements{Requests: list("memory", "100M")}},
+		{name: "BurstableQoSPod with below min CPU", resources: *req(list("cpu", "5m"), list("memory", "100M", "cpu", "1m")),
+			actual: &podsync.ContainerResources{CPURequest: resource.NewMilliQuantity(2, resource.DecimalSI), CPULimit: resource.NewMilliQuantity(10, resource.DecimalSI)},
+			old:    corev1.ContainerStatus{State: running, Resources: req(list("cpu", "5m"), list("memory", "100M", "cpu", "1m"))},
+			wantAlloc: list("memory", "100M", "cpu", "1m"), wantRes: req(list("cpu", "5m"), list("memory", "100M", "cpu", "1m"))},
+		{name: "GuaranteedQoSPod with CPU and memory CRI status, with ephemeral storage", resources: *req(cpu1mem1st, cpu1mem1st),
+			old: corev1.ContainerStatus{State: running, Resources: req(cpu1mem1, cpu1mem1)}, wantAlloc: cpu1mem1st, wantRes: req(cpu1mem1st, cpu1mem1st)},
+		{name: "BurstableQoSPod with CPU and memory CRI status, with ephemeral storage", resources: *req(cpu1mem1st, cpu1mem1st),
+			old: corev1.ContainerStatus{State: running, Resources: req(cpu2mem2st, cpu2mem2st)}, wantAlloc: cpu1mem1st, wantRes: req(cpu1mem1st, cpu1mem1st)},
+		{name: "BurstableQoSPod with CPU and memory CRI status, with ephemeral storage, nil resources in OldStatus", resources: *req(cpu1mem1st, cpu1mem1st),
+			old: corev1.ContainerStatus{State: running}, wantAlloc: cpu1mem1st, wantRes: req(cpu1mem1st, cpu1mem1st)},
+		{name: "BestEffortQoSPod", old: corev1.ContainerStatus{State: running, Resources: &corev1.ResourceRequirements{}}, wantRes: &corev1.ResourceRequirements{}},
+		{name: "BestEffort QoSPod with extended resources", resources: corev1.ResourceRequirements{Requests: extended(corev1.ResourceList{})},
+			old: corev1.ContainerStatus{State: running, Resources: &corev1.ResourceRequirements{}}, wantAlloc: extended(corev1.ResourceList{}), wantRes: &corev1.ResourceRequirements{Requests: extended(corev1.ResourceList{})}},
+		{name: "BurstableQoSPod with extended resources", resources: corev1.ResourceRequirements{Requests: extended(cpu1mem1)},
+			old: corev1.ContainerStatus{State: running, Resources: &corev1.ResourceRequirements{}}, wantAlloc: extended(cpu1mem1), wantRes: &corev1.ResourceRequirements{Requests: extended(cpu1mem1)}},
+		{name: "BurstableQoSPod with storage, ephemeral storage and extended resources", resources: corev1.ResourceRequirements{Requests: extended(cpu1mem1st)},
+			old: corev1.ContainerStatus{State: running, Resources: &corev1.ResourceRequirements{}}, wantAlloc: extended(cpu1mem1st), wantRes: &corev1.ResourceRequirements{Requests: extended(cpu1mem1st)}},
+		{name: "GuaranteedQoSPod with extended resources", resources: *req(extended(cpu1mem1), extended(cpu1mem1)),
+			old: corev1.ContainerStatus{State: running, Resources: &corev1.ResourceRequirements{}}, wantAlloc: extended(cpu1mem1), wantRes: req(extended(cpu1mem1), extended(cpu1mem1))},
+		{name: "newly created Pod", state: podsync.ContainerStateCreated, resources: *req(cpu1mem1st, cpu1mem1st),
+			wantAlloc: cpu1mem1st, wantRes: req(cpu1mem1st, cpu1mem1st)},
+		{name: "newly running Pod", resources: *req(cpu1mem1st, cpu1mem1st),
+			old: corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{}}}, wantAlloc: cpu1mem1st, wantRes: req(cpu1mem1st, cpu1mem1st)},
+		{name: "newly terminated Pod", state: podsync.ContainerStateExited, resources: *req(cpu1mem1st, cpu1mem1st), allocated: req(cpu2mem2st, cpu2mem2st),
+			old: corev1.ContainerStatus{State: running, Resources: req(cpu1mem1st, cpu1mem1st)}, wantAlloc: cpu2mem2st, wantRes: req(cpu2mem2st, cpu2mem2st)},
+		// Kubelet's test expects the memory request the runtime reports
+		// (1Gi); no runtime reports one, so the allocation's (2Gi) stays.
+		{name: "resizing Pod", resources: *req(cpu1mem1st, cpu1mem1st), allocated: req(cpu2mem2st, cpu2mem2st),
+			old: corev1.ContainerStatus{State: running, Resources: req(cpu1mem1st, cpu1mem1st)}, wantAlloc: cpu2mem2st,
+			wantRes: req(cpu1mem1st, list("cpu", "1", "memory", "2Gi", "ephemeral-storage", "2Gi", "storage", "2Gi"))},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pod := testPod()
+			spec := c.resources
+			if c.allocated != nil {
+				spec = *c.allocated
+			}
+			pod.Spec.Containers = []corev1.Container{{Name: "ctr0", Image: "img", Resources: *spec.DeepCopy()}}
+			actual := c.actual
+			if actual == nil {
+				actual = &podsync.ContainerResources{CPULimit: c.resources.Limits.Cpu(), MemoryLimit: c.resources.Limits.Memory(), CPURequest: c.resources.Requests.Cpu()}
+			}
+			state := c.state
+			if state == "" {
+				state = podsync.ContainerStateRunning
+			}
+			old := c.old
+			old.Name, old.Image, old.ImageID = "ctr0", "img", "img1234"
+			rs := &podsync.PodStatus{ContainerStatuses: []*podsync.ContainerStatus{{ID: "ctr0", Name: "ctr0", Image: "img", ImageRef: "img1234",
+				State: state, StartedAt: genNow, FinishedAt: genNow, Resources: actual}}}
+			s := apistatus.PodStatus(apistatus.Input{Pod: pod, Status: rs, Previous: &corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{old}}, Now: genNow})
+			got := s.ContainerStatuses[0]
+			if d := diff(c.wantAlloc, got.AllocatedResources); d != "" {
+				t.Errorf("AllocatedResources:\n%s", d)
+			}
+			if d := diff(c.wantRes, got.Resources); d != "" {
+				t.Errorf("Resources:\n%s", d)
+			}
+			if got.ContainerID != "containerd://ctr0" || got.Image != "img" || got.ImageID != "img1234" {
+				t.Errorf("ID %q image %q image ID %q", got.ContainerID, got.Image, got.ImageID)
+			}
+		})
+	}
+}
