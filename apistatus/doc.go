@@ -23,8 +23,11 @@
 //     readiness gates), ContainersReady and PodScheduled, with kubelet's
 //     reasons and messages; LastTransitionTime kept while a condition's
 //     status does not change; conditions set by others kept;
-//   - pod IPs (primary family first), host IPs, QoS class, start time
-//     (kept once set), observed generation;
+//   - pod IPs (the first of the node's family, then the first of the
+//     other, parsed as kubelet parses them), host IPs (Input.HostIPs cut
+//     to one per family, as GetNodeHostIPs), QoS class, start time (kept
+//     once set), observed generation (never lowered below the previous
+//     status's);
 //   - kubelet's normalisation: times to whole seconds, termination
 //     messages cut to 12 KiB shared by the pod's containers, app
 //     statuses sorted by name, init statuses in spec order.
@@ -41,6 +44,24 @@
 // while podsync.ResizeInProgress holds, with reason Error after a failed
 // resize (Input.ResizeError). PodResizePending belongs to admission, which
 // is the caller's.
+//
+// Pod-level Resources and AllocatedResources (kubelet's
+// InPlacePodLevelResourcesVerticalScaling, beta and on in v1.36) are not
+// set: for a running pod kubelet reports the pod cgroup's values, which
+// podstart does not read, and a value that changes meaning when the pod
+// starts running would be worse than none. A container's Resources carry
+// no memory request from the runtime (no CRI runtime reports one, so
+// kubelet never has one either); kubelet's own test feeds one.
+//
+// PodStatus includes the status manager's normalisation, so its times
+// are whole seconds where kubelet's generateAPIPodStatus alone keeps
+// nanoseconds; kubelet sends the normalised ones.
+//
+// The kubelet tests this package's tests port (kubelet_test.go,
+// kubelet_pods_test.go, status/generate_test.go,
+// status/status_manager_test.go of v1.36.3) are named in each test's
+// doc; ../test/diff compares the condition generators with kubelet's on
+// random inputs.
 //
 // Not built, as in podsync: RestartAllContainers (no
 // AllContainersRestarting condition), image volumes, container users and

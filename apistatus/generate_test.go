@@ -98,8 +98,18 @@ func TestGenerateAPIPodStatusWithSortedContainers(t *testing.T) {
 		}
 		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: name})
 	}
-	for range 5 {
-		s := generate(pod, instances, nil)
+	// Kubelet's spec lists the containers in name order already; reversed
+	// too here, so that the sort itself is tested.
+	reversed := pod.DeepCopy()
+	for i, j := 0, len(reversed.Spec.Containers)-1; i < j; i, j = i+1, j-1 {
+		reversed.Spec.Containers[i], reversed.Spec.Containers[j] = reversed.Spec.Containers[j], reversed.Spec.Containers[i]
+	}
+	for i := range 10 {
+		p := pod
+		if i%2 == 1 {
+			p = reversed
+		}
+		s := generate(p, instances, nil)
 		var got []string
 		for _, c := range s.ContainerStatuses {
 			got = append(got, c.Name)

@@ -34,7 +34,10 @@ func waitingWithLastTerminationUnknown(name string, restarts int32) corev1.Conta
 func runningAt(name, id string, at time.Time) corev1.ContainerStatus {
 	return corev1.ContainerStatus{Name: name, ContainerID: id, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(at)}}}
 }
-func withRestartCount(s corev1.ContainerStatus, n int32) corev1.ContainerStatus { s.RestartCount = n; return s }
+func withRestartCount(s corev1.ContainerStatus, n int32) corev1.ContainerStatus {
+	s.RestartCount = n
+	return s
+}
 func withLastState(s corev1.ContainerStatus, last corev1.ContainerState) corev1.ContainerStatus {
 	s.LastTerminationState = last
 	return s
@@ -218,5 +221,21 @@ func TestGenerateAPIPodStatusPhaseAndConditions(t *testing.T) {
 				t.Errorf("container statuses:\n%s", d)
 			}
 		})
+	}
+}
+
+// TestNoTransitionOutOfAPITerminalPhase: kubelet's last guard in
+// generateAPIPodStatus ("pods are not allowed to transition out of
+// terminal phases"): a pod the API server has as Succeeded stays so even
+// when its containers now say Failed.
+func TestNoTransitionOutOfAPITerminalPhase(t *testing.T) {
+	t.Parallel()
+	pod := testPod()
+	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+	pod.Spec.Containers = containers("a")
+	pod.Status.Phase = corev1.PodSucceeded
+	rs := &podsync.PodStatus{ContainerStatuses: []*podsync.ContainerStatus{{ID: "a1", Name: "a", State: podsync.ContainerStateExited, ExitCode: 1}}}
+	if s := apistatus.PodStatus(apistatus.Input{Pod: pod, Status: rs, Now: genNow}); s.Phase != corev1.PodSucceeded {
+		t.Fatalf("phase %s, want the API's Succeeded", s.Phase)
 	}
 }
