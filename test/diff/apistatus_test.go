@@ -1,14 +1,20 @@
 package diff
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	kubeletstatus "k8s.io/kubernetes/pkg/kubelet/status"
 
 	"github.com/podstart/podstart/apistatus"
+	"github.com/podstart/podstart/podsync"
 )
 
 // randomStatusCase: a pod with up to 3 init containers (some sidecars), up
@@ -93,4 +99,56 @@ func TestStatusConditions(t *testing.T) {
 		}
 	}
 	d.report(n, "pods' conditions")
+}
+
+// randomSandboxes: up to three sandboxes, newest first, ready or not,
+// with or without an IP and a network namespace option.
+func randomSandboxes(r *rand.Rand) []*runtimeapi.PodSandboxStatus {
+	var out []*runtimeapi.PodSandboxStatus
+	for i := range r.IntN(4) {
+		sb := &runtimeapi.PodSandboxStatus{Id: fmt.Sprintf("sb%d", i), Metadata: &runtimeapi.PodSandboxMetadata{Attempt: uint32(r.IntN(3))},
+			State: pick(r, []runtimeapi.PodSandboxState{runtimeapi.PodSandboxState_SANDBOX_READY, runtimeapi.PodSandboxState_SANDBOX_NOTREADY})}
+		if r.IntN(4) > 0 {
+			sb.Network = &runtimeapi.PodSandboxNetworkStatus{Ip: pick(r, []string{"", "10.0.0.7", "fd00::7"})}
+		}
+		if r.IntN(2) == 0 {
+			sb.Linux = &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{Options: &runtimeapi.NamespaceOption{
+				Network: pick(r, []runtimeapi.NamespaceMode{runtimeapi.NamespaceMode_POD, runtimeapi.NamespaceMode_NODE})}}}
+		}
+		out = append(out, sb)
+	}
+	return out
+}
+
+// TestReadyToStartContainersCondition compares PodStatus's
+// PodReadyToStartContainers condition with kubelet's exported
+// GeneratePodReadyToStartContainersCondition (PodSandboxChanged) on random
+// sandboxes, host-network or not, and the status's observed generations
+// with the pod's (CalculatePodConditionObservedGeneration, GA).
+func TestReadyToStartContainersCondition(t *testing.T) {
+	r := newRand(t)
+	n := cases(20000)
+	d := differences{t: t}
+	for range n {
+		pod := &corev1.Pod{}
+		pod.UID = "uid"
+		pod.Generation = int64(r.IntN(5))
+		pod.Spec.HostNetwork = r.IntN(2) == 0
+		sandboxes := randomSandboxes(r)
+		old := &corev1.PodStatus{}
+		want := kubeletstatus.GeneratePodReadyToStartContainersCondition(pod, old,
+			&kubecontainer.PodStatus{ID: pod.UID, SandboxStatuses: sandboxes})
+		s := apistatus.PodStatus(apistatus.Input{Pod: pod, Status: &podsync.PodStatus{UID: pod.UID, SandboxStatuses: sandboxes}, Previous: old, Now: time.Unix(0, 0)})
+		var got corev1.PodCondition
+		for _, c := range s.Conditions {
+			if c.Type == corev1.PodReadyToStartContainers {
+				got = c
+				got.LastTransitionTime = metav1.Time{}
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			d.add("PodReadyToStartContainers differs (-kubelet +podstart):\n%s\nhostNetwork %v sandboxes %v", diff, pod.Spec.HostNetwork, sandboxes)
+		}
+	}
+	d.report(n, "pods' PodReadyToStartContainers conditions")
 }

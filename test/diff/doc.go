@@ -18,6 +18,10 @@
 //   - credentials.MakeKeyring with kubelet's secrets.MakeDockerKeyring;
 //   - defaults.Pod with the API server's defaulting of a v1 Pod
 //     (pkg/apis/core/v1 registered in a scheme);
+//   - apistatus' ContainersReady, Ready and Initialized conditions with
+//     pkg/kubelet/status's generators, and PodStatus's
+//     PodReadyToStartContainers condition with
+//     GeneratePodReadyToStartContainersCondition on random sandboxes;
 //   - criconfig's QoS, OOM score, security-context and sysctl helpers with
 //     pkg/kubelet/qos and pkg/securitycontext (see criconfig_test.go).
 //   - statusmanager.StatusPatch with kubelet's PatchPodStatus (pkg/util/pod,
