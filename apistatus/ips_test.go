@@ -40,6 +40,10 @@ func TestGenerateAPIPodStatusPodIPs(t *testing.T) {
 		{"Multiple Dual-Stack IPs", "", "10.0.0.1 10.0.0.2 fd01::1234 10.0.0.3 fd01::5678", "10.0.0.1 fd01::1234"},
 		// TestSortPodIPs
 		{"Badly-formatted IPs from CRI", "", "010.000.000.001 fd01:0:0:0:0:0:0:1234", "10.0.0.1 fd01::1234"},
+		// Not kubelet's cases: what its ParseIPSloppy does with a zone
+		// (refused) and an IPv4-mapped IPv6 address (IPv4).
+		{"zoned IPv6 skipped", "", "fe80::1%eth0 10.0.0.1 fd01::1", "10.0.0.1 fd01::1"},
+		{"IPv4-mapped IPv6 is IPv4", "fd00::1", "::ffff:10.0.0.1 fd01::1", "fd01::1 10.0.0.1"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

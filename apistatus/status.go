@@ -2,6 +2,7 @@ package apistatus
 
 import (
 	"fmt"
+	"net/netip"
 	"sort"
 	"strings"
 	"sync"
@@ -323,9 +324,8 @@ func sortPodIPs(ips, hostIPs []string) []string {
 	var out []string
 	for _, want := range []bool{primary6, !primary6} {
 		for _, s := range ips {
-			ip := netutils.ParseIPSloppy(s)
-			if ip != nil && (ip.To4() == nil) == want {
-				out = append(out, ip.String())
+			if a, ok := parseIP(s); ok && a.Is6() == want {
+				out = append(out, a.String())
 				break
 			}
 		}
@@ -333,20 +333,31 @@ func sortPodIPs(ips, hostIPs []string) []string {
 	return out
 }
 
+// parseIP is kubelet's ParseIPSloppy (IPv4 with leading zeros, no zones),
+// IPv4-mapped IPv6 as IPv4; netip first, which allocates nothing.
+func parseIP(s string) (netip.Addr, bool) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Unmap(), a.Zone() == ""
+	}
+	a, ok := netip.AddrFromSlice(netutils.ParseIPSloppy(s))
+	return a.Unmap(), ok
+}
+
 // nodeIPs is kubelet's GetNodeHostIPs on addresses already in its order
 // (InternalIPs, then ExternalIPs): the first, then the first of the other
 // family; unparsable ones skipped.
 func nodeIPs(addrs []string) []string {
 	var out []string
+	first := netip.Addr{}
 	for _, s := range addrs {
-		ip := netutils.ParseIPSloppy(s)
-		if ip == nil {
-			continue
-		}
-		if len(out) == 0 {
-			out = append(out, ip.String())
-		} else if family(out[0]) != family(ip.String()) {
-			return append(out, ip.String())
+		a, ok := parseIP(s)
+		switch {
+		case !ok:
+		case len(out) == 0:
+			first = a
+			out = append(out, a.String())
+		case a.Is6() != first.Is6():
+			return append(out, a.String())
 		}
 	}
 	return out
@@ -355,11 +366,11 @@ func nodeIPs(addrs []string) []string {
 // family is 4 or 6, 0 for what does not parse (kubelet's
 // IPFamilyOfString).
 func family(s string) int {
-	ip := netutils.ParseIPSloppy(s)
+	a, ok := parseIP(s)
 	switch {
-	case ip == nil:
+	case !ok:
 		return 0
-	case ip.To4() != nil:
+	case a.Is4():
 		return 4
 	}
 	return 6
