@@ -20,6 +20,25 @@ var ErrInvalidPayload = errors.New("invalid volume payload path")
 type File struct {
 	Data []byte
 	Mode fs.FileMode
+	// FsUser, when set, owns the file and its top-level link (kubelet's
+	// FileProjection.FsUser): a projected token is readable by the pod's
+	// single runAsUser at mode 0600.
+	FsUser *int64
+}
+
+// AtomicOption changes how WriteAtomic writes a payload.
+type AtomicOption func(*atomicOptions)
+
+type atomicOptions struct {
+	setPerms func() error
+}
+
+// WithSetPerms runs f after a new payload is written and before it becomes
+// visible (kubelet's setPerms hook), so that ownership is applied before a
+// container can read the files; f does not run when the payload is
+// unchanged.
+func WithSetPerms(f func() error) AtomicOption {
+	return func(o *atomicOptions) { o.setPerms = f }
 }
 
 // Kubelet's AtomicWriter limits.
@@ -32,16 +51,25 @@ const (
 // dir) is written to a new timestamped directory, the ..data symlink is
 // swapped to it with a rename, and each top-level name is a symlink
 // through ..data, so a reader in the container sees the old files or the
-// new ones, never a mix. An unchanged payload is not rewritten; names no
-// longer in the payload are removed. Paths are checked by kubelet's rules
-// before anything is written (ErrInvalidPayload). Ownership (fsGroup) is
-// the caller's.
-func WriteAtomic(dir string, files map[string]File) error {
-	for p := range files {
+// new ones, never a mix. A payload whose names and contents are unchanged
+// is not rewritten (kubelet compares contents, not modes); names no longer
+// in the payload are removed. Paths are checked by kubelet's rules before
+// anything is written (ErrInvalidPayload). A File's FsUser owns it;
+// fsGroup ownership is the caller's, through WithSetPerms and
+// SetVolumeOwnership.
+func WriteAtomic(dir string, files map[string]File, opts ...AtomicOption) error {
+	var o atomicOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	clean := make(map[string]File, len(files))
+	for p, f := range files {
 		if err := validatePayloadPath(p); err != nil {
 			return err
 		}
+		clean[filepath.Clean(p)] = f // as kubelet's validatePayload
 	}
+	files = clean
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -71,6 +99,16 @@ func WriteAtomic(dir string, files map[string]File) error {
 		if err := os.Chmod(full, f.Mode); err != nil { // whatever the umask
 			return err
 		}
+		if f.FsUser != nil {
+			if err := os.Lchown(full, int(*f.FsUser), -1); err != nil {
+				return err
+			}
+		}
+	}
+	if o.setPerms != nil {
+		if err := o.setPerms(); err != nil {
+			return err
+		}
 	}
 	tmpLink := filepath.Join(dir, "..data_tmp")
 	if err := os.Remove(tmpLink); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -82,15 +120,23 @@ func WriteAtomic(dir string, files map[string]File) error {
 	if err := os.Rename(tmpLink, dataLink); err != nil {
 		return err
 	}
-	top := map[string]bool{}
-	for p := range files {
-		top[strings.Split(filepath.ToSlash(filepath.Clean(p)), "/")[0]] = true
+	top := map[string]*int64{} // top-level name → the owner of its link
+	for p, f := range files {
+		name := strings.Split(filepath.ToSlash(filepath.Clean(p)), "/")[0]
+		if top[name] == nil {
+			top[name] = f.FsUser
+		}
 	}
-	for name := range top {
+	for name, owner := range top {
 		link := filepath.Join(dir, name)
 		if _, err := os.Lstat(link); errors.Is(err, os.ErrNotExist) {
 			if err := os.Symlink(filepath.Join("..data", name), link); err != nil {
 				return err
+			}
+			if owner != nil {
+				if err := os.Lchown(link, int(*owner), -1); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -99,7 +145,7 @@ func WriteAtomic(dir string, files map[string]File) error {
 		return err
 	}
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), "..") && !top[e.Name()] {
+		if _, ok := top[e.Name()]; !ok && !strings.HasPrefix(e.Name(), "..") {
 			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
 				return err
 			}
@@ -133,7 +179,9 @@ func validatePayloadPath(p string) error {
 	return nil
 }
 
-// samePayload says whether dir holds exactly the payload.
+// samePayload says whether dir holds exactly the payload's names and
+// contents; modes are not compared, as kubelet's shouldWritePayload does
+// not (fsGroup ownership adds group bits to them).
 func samePayload(dir string, files map[string]File) bool {
 	n := 0
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -142,9 +190,8 @@ func samePayload(dir string, files map[string]File) bool {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		f, ok := files[rel]
-		info, ierr := d.Info()
 		b, rerr := os.ReadFile(p)
-		if !ok || ierr != nil || rerr != nil || info.Mode().Perm() != f.Mode.Perm() || !bytes.Equal(b, f.Data) {
+		if !ok || rerr != nil || !bytes.Equal(b, f.Data) {
 			return errors.New("differs")
 		}
 		n++

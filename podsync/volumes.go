@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -70,7 +69,7 @@ func (d DefaultVolumes) Volume(_ context.Context, pod *corev1.Pod, v corev1.Volu
 			return mounts.Volume{}, fmt.Errorf("volume %q: %w", v.Name, err)
 		}
 		if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
-			if err := setVolumeOwnership(dir, *sc.FSGroup); err != nil {
+			if err := mounts.SetVolumeOwnership(dir, *sc.FSGroup, false); err != nil {
 				return mounts.Volume{}, fmt.Errorf("volume %q: fsGroup %d: %w", v.Name, *sc.FSGroup, err)
 			}
 		}
@@ -126,31 +125,4 @@ func checkHostPath(hp *corev1.HostPathVolumeSource) error {
 		}
 	}
 	return nil
-}
-
-// setVolumeOwnership is kubelet's SetVolumeOwnership (fsGroupChangePolicy
-// Always): every file and directory of the volume gets the fsGroup as its
-// group, group read-write, and directories group execute and setgid, so
-// files created later inherit the group. Symlinks are left alone.
-func setVolumeOwnership(dir string, fsGroup int64) error {
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if err := os.Lchown(p, -1, int(fsGroup)); err != nil {
-			return err
-		}
-		mask := fs.FileMode(0o660)
-		if d.IsDir() {
-			mask |= fs.ModeSetgid | 0o110
-		}
-		return os.Chmod(p, info.Mode()|mask)
-	})
 }
