@@ -13,6 +13,33 @@
 //     and messages;
 //   - image pull secrets, as kubelet's getPullSecretsForPod gathers them.
 //
+// Volumes (Volumes, and the payload builders SecretPayload,
+// ConfigMapPayload, DownwardAPIPayload, ProjectedPayload) follow kubelet's
+// pkg/volume/{secret,configmap,downwardapi,projected}: the same file
+// names, default and per-item modes, optional objects and keys, errors
+// and messages (aggregated for downward API and projected volumes), a
+// projected token 0600 owned by the pod's single runAsUser when the pod
+// has one or an fsGroup, fsGroup ownership with kubelet's read-only mask
+// applied before a new payload becomes visible, volumes read-only and
+// SELinux-relabelled. A failure is kubelet's "MountVolume.SetUp failed
+// for volume ..." and a FailedMount event. Tokens is kubelet's token
+// manager (pkg/kubelet/token). Where podstart differs:
+//
+//   - Secret, downward API and projected volumes are directories on the
+//     root dir's disk, not kubelet's tmpfs mounts (a mount needs
+//     privileges and a mount namespace podstart does not manage).
+//   - clusterTrustBundle and podCertificate projections are refused
+//     (ErrProjectionNotSupported): they need kubelet's managers of those
+//     API objects. Volume types other than these four, hostPath and
+//     emptyDir are refused by name (podsync.ErrVolumeNotSupported).
+//   - A failed chown or chmod for fsGroup fails the volume; kubelet logs
+//     it and mounts the volume without the group.
+//   - The token manager does not ask the API server's discovery whether
+//     TokenRequest is enabled (kubelet does, to reword a NotFound); its
+//     cleanup runs in Run, which the caller starts and stops.
+//   - Node allocatable for resourceFieldRef items is given once
+//     (WithNodeAllocatable); kubelet reads the Node each time.
+//
 // Objects come from a Source: an informer's lister, an API client, or a
 // map in a test. The package never imports client-go; a node agent adapts
 // its client in a few lines (see examples/nodeagent). Objects is a Source

@@ -18,7 +18,10 @@
 //     get the node's file behind a header, plus the host aliases.
 //   - WriteAtomic is kubelet's AtomicWriter for volume payloads (Secret,
 //     ConfigMap, downward API, projected): a timestamped directory behind
-//     the ..data symlink swapped by rename, kubelet's path rules.
+//     the ..data symlink swapped by rename, kubelet's path rules, a file's
+//     FsUser, and a setPerms hook run before the swap. SetVolumeOwnership
+//     is kubelet's fsGroup ownership (fsGroupChangePolicy Always), with
+//     its read-only mask.
 //   - Every container instance gets a new termination message file
 //     <podDir>/containers/<name>/<8 hex digits>, mode 0666; if it cannot be
 //     created, the mount is left out and the start goes on.

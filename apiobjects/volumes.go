@@ -1,0 +1,250 @@
+package apiobjects
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podstart/podstart/mounts"
+	"github.com/podstart/podstart/podsync"
+)
+
+// EventRecorder is the method of client-go's record.EventRecorder that
+// Volumes calls, so an operator passes its recorder unchanged.
+type EventRecorder interface {
+	Eventf(object apiruntime.Object, eventtype, reason, messageFmt string, args ...interface{})
+}
+
+// Kubelet's plugin directories under <pod dir>/volumes.
+const (
+	secretPluginDir      = "kubernetes.io~secret"
+	configMapPluginDir   = "kubernetes.io~configmap"
+	downwardAPIPluginDir = "kubernetes.io~downward-api"
+	projectedPluginDir   = "kubernetes.io~projected"
+)
+
+// Volumes is a podsync.VolumeProvider with kubelet's Secret, ConfigMap,
+// downward API and projected volume plugins: each sync builds the
+// volume's payload from the API objects and writes it with
+// mounts.WriteAtomic under kubelet's
+// <root>/pods/<uid>/volumes/kubernetes.io~<plugin>/<name>, so a changed
+// Secret reaches the running pod as it does with kubelet. hostPath and
+// emptyDir volumes are podsync.DefaultVolumes'; any other type is
+// refused by name (podsync.ErrVolumeNotSupported).
+type Volumes struct {
+	src         Source
+	rootDir     string
+	tokens      *Tokens
+	recorder    EventRecorder
+	allocatable corev1.ResourceList
+}
+
+// VolumeOption configures Volumes.
+type VolumeOption func(*Volumes)
+
+// WithTokens sets the token manager for serviceAccountToken projections,
+// to share one between providers or give it a clock.
+func WithTokens(t *Tokens) VolumeOption { return func(v *Volumes) { v.tokens = t } }
+
+// WithTokenRequester gives serviceAccountToken projections a token
+// manager (NewTokens) asking r. Without it or WithTokens, a pod with a
+// token projection fails to mount it (ErrNoTokenRequester).
+func WithTokenRequester(r TokenRequester) VolumeOption {
+	return func(v *Volumes) { v.tokens = NewTokens(r) }
+}
+
+// WithEventRecorder sets where kubelet's FailedMount events go (default:
+// nowhere).
+func WithEventRecorder(r EventRecorder) VolumeOption { return func(v *Volumes) { v.recorder = r } }
+
+// WithNodeAllocatable sets the node's allocatable resources, which
+// downward API resourceFieldRef items read for a container without a cpu,
+// memory or ephemeral-storage limit (kubelet reads the Node's status).
+func WithNodeAllocatable(l corev1.ResourceList) VolumeOption {
+	return func(v *Volumes) { v.allocatable = l }
+}
+
+// NewVolumes returns a provider reading objects from src and writing
+// volumes under rootDir (kubelet's root dir).
+func NewVolumes(src Source, rootDir string, opts ...VolumeOption) *Volumes {
+	v := &Volumes{src: src, rootDir: rootDir}
+	for _, o := range opts {
+		o(v)
+	}
+	return v
+}
+
+var _ podsync.VolumeProvider = (*Volumes)(nil)
+
+// Volumes implements podsync.VolumeProvider. A volume of an unsupported
+// type fails the pod before anything is written; otherwise every volume
+// is set up (each failure is its own FailedMount event) and the first
+// failure, in the pod's order, is returned.
+func (v *Volumes) Volumes(ctx context.Context, pod *corev1.Pod) (mounts.VolumeMap, error) {
+	for _, vol := range pod.Spec.Volumes {
+		if err := supported(vol); err != nil {
+			return nil, err
+		}
+	}
+	out := make(mounts.VolumeMap, len(pod.Spec.Volumes))
+	var first error
+	for _, vol := range pod.Spec.Volumes {
+		m, err := v.Volume(ctx, pod, vol)
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		out[vol.Name] = m
+	}
+	if first != nil {
+		return nil, first
+	}
+	return out, nil
+}
+
+// Volume sets up one of the pod's volumes. A failure of the four API
+// plugins is kubelet's "MountVolume.SetUp failed for volume ..." (also a
+// FailedMount Warning event) wrapping the cause.
+func (v *Volumes) Volume(ctx context.Context, pod *corev1.Pod, vol corev1.Volume) (mounts.Volume, error) {
+	var (
+		plugin string
+		files  map[string]mounts.File
+		err    error
+	)
+	fsGroup := podFSGroup(pod)
+	switch {
+	case vol.Secret != nil:
+		plugin = secretPluginDir
+		files, err = v.secretPayload(ctx, pod, vol.Secret)
+	case vol.ConfigMap != nil:
+		plugin = configMapPluginDir
+		files, err = v.configMapPayload(ctx, pod, vol.ConfigMap)
+	case vol.DownwardAPI != nil:
+		plugin = downwardAPIPluginDir
+		files, err = DownwardAPIPayload(vol.DownwardAPI.Items, pod, v.allocatable, vol.DownwardAPI.DefaultMode)
+	case vol.Projected != nil:
+		plugin = projectedPluginDir
+		files, err = ProjectedPayload(ctx, Projection{
+			Pod: pod, VolumeName: vol.Name, Source: vol.Projected, Objects: v.src, Tokens: v.tokens,
+			FsUser: FsUser(pod), FsGroup: fsGroup, NodeAllocatable: v.allocatable,
+		})
+	case vol.HostPath != nil, vol.EmptyDir != nil:
+		return podsync.DefaultVolumes{RootDir: v.rootDir}.Volume(ctx, pod, vol)
+	default:
+		return mounts.Volume{}, supported(vol)
+	}
+	dir := filepath.Join(podsync.PodDir(v.rootDir, pod), "volumes", plugin, vol.Name)
+	if err == nil {
+		err = write(dir, files, fsGroup)
+	}
+	if err != nil {
+		err = fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", vol.Name, err)
+		if v.recorder != nil {
+			v.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "%s", err.Error())
+		}
+		return mounts.Volume{}, err
+	}
+	// kubelet's attributes for these four plugins.
+	return mounts.Volume{HostPath: dir, ReadOnly: true, SELinuxRelabel: true}, nil
+}
+
+// ForgetPod drops the pod's cached service account tokens, as kubelet
+// does when it tears down the pod's projected volumes. The pod's
+// directory is its garbage collector's.
+func (v *Volumes) ForgetPod(uid types.UID) {
+	if v.tokens != nil {
+		v.tokens.DeleteServiceAccountToken(uid)
+	}
+}
+
+func (v *Volumes) secretPayload(ctx context.Context, pod *corev1.Pod, s *corev1.SecretVolumeSource) (map[string]mounts.File, error) {
+	optional := s.Optional != nil && *s.Optional
+	secret, err := v.src.GetSecret(ctx, pod.Namespace, s.SecretName)
+	if err != nil {
+		if !apierrors.IsNotFound(err) || !optional {
+			return nil, err
+		}
+		secret = &corev1.Secret{}
+	}
+	return SecretPayload(s.Items, secret, s.DefaultMode, optional)
+}
+
+func (v *Volumes) configMapPayload(ctx context.Context, pod *corev1.Pod, c *corev1.ConfigMapVolumeSource) (map[string]mounts.File, error) {
+	optional := c.Optional != nil && *c.Optional
+	cm, err := v.src.GetConfigMap(ctx, pod.Namespace, c.Name)
+	if err != nil {
+		if !apierrors.IsNotFound(err) || !optional {
+			return nil, err
+		}
+		cm = &corev1.ConfigMap{}
+	}
+	return ConfigMapPayload(c.Items, cm, c.DefaultMode, optional)
+}
+
+// write is what kubelet's plugins do after building the payload: the
+// directory set up as their emptyDir wrapper sets it up (0777, fsGroup
+// ownership read-write) the first time, then the payload written
+// atomically, fsGroup ownership (read-only mask) applied to the whole
+// volume before the new payload becomes visible.
+func write(dir string, files map[string]mounts.File, fsGroup *int64) error {
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o777); err != nil {
+			return err
+		}
+		if err := os.Chmod(dir, 0o777); err != nil { // whatever the umask
+			return err
+		}
+		if fsGroup != nil {
+			if err := mounts.SetVolumeOwnership(dir, *fsGroup, false); err != nil {
+				return err
+			}
+		}
+	} else if err != nil {
+		return err
+	}
+	var opts []mounts.AtomicOption
+	if fsGroup != nil {
+		opts = append(opts, mounts.WithSetPerms(func() error { return mounts.SetVolumeOwnership(dir, *fsGroup, true) }))
+	}
+	return mounts.WriteAtomic(dir, files, opts...)
+}
+
+func podFSGroup(pod *corev1.Pod) *int64 {
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		return sc.FSGroup
+	}
+	return nil
+}
+
+// supported refuses, by its API name, a volume type that neither these
+// plugins nor podsync.DefaultVolumes serve.
+func supported(vol corev1.Volume) error {
+	switch {
+	case vol.Secret != nil, vol.ConfigMap != nil, vol.DownwardAPI != nil, vol.Projected != nil, vol.HostPath != nil, vol.EmptyDir != nil:
+		return nil
+	}
+	return fmt.Errorf("volume %q: %s: %w (hostPath, emptyDir, secret, configMap, downwardAPI and projected are)", vol.Name, volumeType(vol.VolumeSource), podsync.ErrVolumeNotSupported)
+}
+
+// volumeType is the JSON name of the volume source's set field.
+func volumeType(src corev1.VolumeSource) string {
+	rv := reflect.ValueOf(src)
+	for i := 0; i < rv.NumField(); i++ {
+		if f := rv.Field(i); f.Kind() == reflect.Pointer && !f.IsNil() {
+			name, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("json"), ",")
+			return name
+		}
+	}
+	return "no volume source"
+}
