@@ -91,11 +91,14 @@ func Run(ctx context.Context, cfg Config) error {
 	prober := probes.New(cfg.Runtime, probes.WithRecorder(recorder))
 	defer prober.Close()
 	objects := apiObjects{cfg.Client}
+	tokens := apiobjects.NewTokens(objects)
+	wg.Go(func() { tokens.Run(ctx) }) // drops expired tokens every minute
 	syncer := podsync.NewSyncer(cfg.Runtime, ims,
 		podsync.WithNode(a.host),
 		podsync.WithRootDir(cfg.RootDir), podsync.WithPodLogsDir(cfg.PodLogsDir),
 		podsync.WithRecorder(recorder), podsync.WithProbes(prober),
-		podsync.WithVolumes(&volumes{client: cfg.Client, rootDir: cfg.RootDir}),
+		podsync.WithVolumes(apiobjects.NewVolumes(objects, cfg.RootDir, apiobjects.WithTokens(tokens),
+			apiobjects.WithEventRecorder(recorder), apiobjects.WithNodeAllocatable(node.Status.Allocatable))),
 		podsync.WithEnvResolver(apiobjects.Env{Source: objects}))
 	// Kubelet reads only the pod's imagePullSecrets: the ServiceAccount
 	// admission plugin has copied its account's into it. The agent also

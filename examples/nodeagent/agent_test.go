@@ -109,6 +109,8 @@ func TestPodReachesRunning(t *testing.T) {
 		kubeAPIAccess(),
 	}
 	pod.Labels = map[string]string{"b": "2", "a": "1"}
+	defaults.Pod(pod)                       // the API server defaults the volumes (defaultMode) too
+	pod.Spec.ServiceAccountName = "default" // as its ServiceAccount admission plugin sets it
 	// The API server's TokenRequest, as the fake clientset does not issue tokens.
 	h.client.PrependReactor("create", "serviceaccounts", func(action k8stesting.Action) (bool, apiruntime.Object, error) {
 		if action.GetSubresource() != "token" {

@@ -7,10 +7,11 @@
 // projected volumes (service account tokens included), and honours deletion
 // with graceful termination before deleting the pod object.
 //
-// Everything about pods comes from podstart's public API; the rest (the
-// API client, informer, events) is client-go. What it has to write itself
-// that podstart could give a node agent is marked "podstart gap". By
-// default it runs the built-in fake runtime in process, so it runs anywhere:
+// Everything about pods and the node comes from podstart's public API; the
+// rest (the API client, informer, events) is client-go, adapted to
+// podstart's small interfaces in objects.go, node.go and agent.go. By
+// default it runs the built-in fake runtime in process, so it runs
+// anywhere:
 //
 //	go run ./examples/nodeagent -kubeconfig ~/.kube/config -node-name agent-1
 //	go run ./examples/nodeagent -kubeconfig ~/.kube/config -node-name agent-1 \

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,7 +13,9 @@ import (
 )
 
 // apiObjects is the API client as an apiobjects.Source (Secrets,
-// ConfigMaps) and apiobjects.ServiceAccountGetter. A missing object is
+// ConfigMaps), ServiceAccountGetter and TokenRequester. (Kubelet reads
+// Secrets and ConfigMaps through watching caches; a Get per sync is the
+// simple version.) A missing object is
 // reported as kubelet's secret and configmap managers report it
 // (`secret "x" not found`, where client-go says "secrets"), so a pod's
 // CreateContainerConfigError reads as kubelet's.
@@ -32,6 +35,10 @@ func (o apiObjects) GetServiceAccount(ctx context.Context, namespace, name strin
 	return o.client.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
+func (o apiObjects) CreateToken(ctx context.Context, namespace, serviceAccount string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+	return o.client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, req, metav1.CreateOptions{})
+}
+
 func singular(err error, resource, name string) error {
 	if apierrors.IsNotFound(err) {
 		return apierrors.NewNotFound(corev1.Resource(resource), name)
@@ -42,4 +49,5 @@ func singular(err error, resource, name string) error {
 var (
 	_ apiobjects.Source               = apiObjects{}
 	_ apiobjects.ServiceAccountGetter = apiObjects{}
+	_ apiobjects.TokenRequester       = apiObjects{}
 )
