@@ -23,10 +23,13 @@
 //     PodReadyToStartContainers condition with
 //     GeneratePodReadyToStartContainersCondition on random sandboxes;
 //   - criconfig's QoS, OOM score, security-context and sysctl helpers with
-//     pkg/kubelet/qos and pkg/securitycontext (see criconfig_test.go).
+//     pkg/kubelet/qos and pkg/securitycontext (see criconfig_test.go);
 //   - statusmanager.StatusPatch with kubelet's PatchPodStatus (pkg/util/pod,
 //     over client-go's fake clientset): the same patch bytes and the same
-//     "unchanged" on random pairs of pod statuses.
+//     "unchanged" on random pairs of pod statuses;
+//   - apiobjects' SecretPayload, ConfigMapPayload and DownwardAPIPayload
+//     with kubelet's secret.MakePayload, configmap.MakePayload and
+//     downwardapi.CollectData: files, contents, modes and error messages.
 //
 // # Versions
 //
