@@ -11,18 +11,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podstart/podstart/mounts"
 	"github.com/podstart/podstart/podsync"
 )
 
-// EventRecorder is the method of client-go's record.EventRecorder that
-// Volumes calls, so an operator passes its recorder unchanged.
-type EventRecorder interface {
-	Eventf(object apiruntime.Object, eventtype, reason, messageFmt string, args ...interface{})
-}
+// EventRecorder is podsync's (the method of client-go's
+// record.EventRecorder podstart calls), so one recorder serves every
+// package.
+type EventRecorder = podsync.EventRecorder
 
 // Kubelet's plugin directories under <pod dir>/volumes.
 const (
