@@ -46,12 +46,15 @@
 // is the caller's.
 //
 // Pod-level Resources and AllocatedResources (kubelet's
-// InPlacePodLevelResourcesVerticalScaling, beta and on in v1.36) are not
-// set: for a running pod kubelet reports the pod cgroup's values, which
-// podstart does not read, and a value that changes meaning when the pod
-// starts running would be worse than none. A container's Resources carry
-// no memory request from the runtime (no CRI runtime reports one, so
-// kubelet never has one either); kubelet's own test feeds one.
+// InPlacePodLevelResourcesVerticalScaling, beta and on in v1.36) are the
+// pod's effective requests and limits from its spec, as kubelet reports
+// them for a pod that is not running; for a running pod kubelet reads the
+// pod cgroup, which podstart does not make, so a kubelet with pod cgroups
+// may show them rounded as the cgroup stores them (CPU shares). The
+// side-by-side test against kubelet v1.36.3 (examples/nodeagent) finds
+// them equal. A container's Resources carry no memory request from the
+// runtime (no CRI runtime reports one, so kubelet never has one either);
+// kubelet's own test feeds one.
 //
 // PodStatus includes the status manager's normalisation, so its times
 // are whole seconds where kubelet's generateAPIPodStatus alone keeps

@@ -127,3 +127,60 @@ func TestConvertToAPIContainerStatusesForResources(t *testing.T) {
 		})
 	}
 }
+
+// Pod-level Resources and AllocatedResources as kubelet v1.36.3 reported
+// them beside podstart in examples/nodeagent's side-by-side test (a
+// BestEffort pod: empty; two containers of 100m/32Mi, one with limits
+// only, which the API server copies to requests), plus sidecars (the
+// sidecar KEP's formula) and pod-level requests, which win.
+func TestPodLevelResources(t *testing.T) {
+	t.Parallel()
+	q := resource.MustParse
+	list := func(cpu, mem string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: q(cpu), corev1.ResourceMemory: q(mem)}
+	}
+	always := corev1.ContainerRestartPolicyAlways
+	cases := []struct {
+		name            string
+		spec            corev1.PodSpec
+		requests, limit corev1.ResourceList
+	}{
+		{name: "best effort", spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}},
+			requests: corev1.ResourceList{}, limit: corev1.ResourceList{}},
+		{name: "two containers", spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "app", Resources: corev1.ResourceRequirements{Requests: list("100m", "32Mi"), Limits: list("100m", "32Mi")}},
+			{Name: "done", Resources: corev1.ResourceRequirements{Requests: list("100m", "32Mi"), Limits: list("100m", "32Mi")}}}},
+			requests: list("200m", "64Mi"), limit: list("200m", "64Mi")},
+		{name: "init container's peak and a sidecar", spec: corev1.PodSpec{
+			InitContainers: []corev1.Container{
+				{Name: "init", Resources: corev1.ResourceRequirements{Requests: list("500m", "10Mi")}},
+				{Name: "side", RestartPolicy: &always, Resources: corev1.ResourceRequirements{Requests: list("100m", "20Mi")}}},
+			Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: list("100m", "32Mi")}}}},
+			requests: list("500m", "52Mi"), limit: corev1.ResourceList{}},
+		{name: "pod-level requests", spec: corev1.PodSpec{Resources: &corev1.ResourceRequirements{Requests: list("1", "1Gi"), Limits: list("2", "2Gi")},
+			Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: list("100m", "32Mi")}}}},
+			requests: list("1", "1Gi"), limit: list("2", "2Gi")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pod := &corev1.Pod{Spec: c.spec}
+			s := apistatus.PodStatus(apistatus.Input{Pod: pod, Status: &podsync.PodStatus{}})
+			if s.Resources == nil || s.Resources.Requests == nil || s.Resources.Limits == nil {
+				t.Fatalf("resources %+v, want non-nil requests and limits (kubelet's {} for a pod without any)", s.Resources)
+			}
+			for name, m := range map[string][2]corev1.ResourceList{
+				"requests": {s.Resources.Requests, c.requests}, "limits": {s.Resources.Limits, c.limit}, "allocated": {s.AllocatedResources, c.requests},
+			} {
+				got, want := m[0], m[1]
+				if len(got) != len(want) {
+					t.Errorf("%s %v, want %v", name, got, want)
+				}
+				for k, v := range want {
+					if g := got[k]; g.Cmp(v) != 0 {
+						t.Errorf("%s %s = %s, want %s", name, k, g.String(), v.String())
+					}
+				}
+			}
+		})
+	}
+}

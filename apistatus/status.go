@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
 	netutils "k8s.io/utils/net"
 
 	"github.com/podstart/podstart/criconfig"
@@ -189,6 +190,7 @@ func PodStatus(in Input) corev1.PodStatus {
 		eph = append(eph, corev1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
 	}
 	s.EphemeralContainerStatuses = c.statuses(old.EphemeralContainerStatuses, eph, false)
+	s.Resources, s.AllocatedResources = podResources(pod)
 
 	all := append(append([]corev1.ContainerStatus{}, s.ContainerStatuses...), s.InitContainerStatuses...)
 	s.Phase = phase(pod, all, in.Terminal, hasActiveRegularContainer(pod, rs))
@@ -466,4 +468,21 @@ func resizeCondition(pod *corev1.Pod, rs *podsync.PodStatus, old *corev1.PodStat
 		}
 	}
 	return c
+}
+
+// podResources is the pod-level Resources and AllocatedResources of
+// kubelet v1.36 (InPlacePodLevelResourcesVerticalScaling, on by default):
+// the pod's effective requests (containers and sidecars by the sidecar
+// KEP's formula, pod-level requests over them, plus overhead) and limits.
+// Kubelet reports these for a pod that is not running and reads the pod
+// cgroup for a running one; podstart makes no pod cgroup, so they are
+// what that cgroup would be given (and what kubelet reports without one).
+func podResources(pod *corev1.Pod) (*corev1.ResourceRequirements, corev1.ResourceList) {
+	r := pod.Spec.Resources.DeepCopy()
+	if r == nil {
+		r = &corev1.ResourceRequirements{}
+	}
+	r.Requests = resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	r.Limits = resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
+	return r, resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 }
