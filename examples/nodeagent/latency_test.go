@@ -2,20 +2,26 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
@@ -27,9 +33,11 @@ import (
 
 // The agent and the real kubelet v1.36.3 joined to the same API server,
 // on the same containerd (each through a guarded proxy, so neither stops
-// the other's pods): the same pods reach Running and Ready on both, and
-// the start latency (creation to Ready as a watch sees it) is reported for
-// both, medians over 10 pods each.
+// the other's pods): the same pods reach Running and Ready on both, their
+// statuses as the API server holds them are equal field by field (after
+// IDs, pod IPs, times and admission's random volume suffix are masked),
+// and the start latency (creation to Ready as a watch sees it) is
+// reported for both, medians over 10 pods each.
 func TestStartLatencyAgainstKubelet(t *testing.T) {
 	endpoint, dir := containerdEnv(t, "kubelet")
 	kubeletBin := filepath.Join(dir, "bin", "kubelet")
@@ -109,11 +117,22 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 			}
 		}
 	}
+	// Richer pods for the status comparison: an init container, a
+	// readiness probe, resources, env, and one that exits.
+	for _, node := range []string{agentNode, kubeletNode} {
+		for _, pod := range statusPods(node, image) {
+			if _, err := admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			created[pod.Name] = time.Now()
+		}
+	}
 	eventually(t, "every pod Ready on both nodes", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(readyAt) == 2*n
+		return len(readyAt) == len(created)
 	})
+	compareStatuses(t, admin, agentNode, kubeletNode)
 	median := func(node string) time.Duration {
 		mu.Lock()
 		defer mu.Unlock()
@@ -201,4 +220,92 @@ func startKubelet(t *testing.T, bin, kubeconfig, node, work, endpoint string) {
 			t.Error(err)
 		}
 	})
+}
+
+// statusPods are the pods whose statuses the two nodes must report alike.
+func statusPods(node, image string) []*corev1.Pod {
+	grace := int64(5)
+	sleep := []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"}
+	cpu, mem := resource.MustParse("100m"), resource.MustParse("32Mi")
+	return []*corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Name: node + "-rich", Labels: map[string]string{"app": "rich"}}, Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &grace,
+			InitContainers: []corev1.Container{{Name: "init", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"true"}}},
+			Containers: []corev1.Container{{Name: "app", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Command: sleep,
+				Env: []corev1.EnvVar{{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem},
+					Limits: corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem}},
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: 1}},
+				{Name: "done", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Command: sleep,
+					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem}}}}}},
+	}
+}
+
+// compareStatuses compares each agent pod's status with the kubelet
+// pod's of the same suffix, as an API client reads them, after replacing
+// what must differ between two nodes: container IDs, pod IPs and times.
+func compareStatuses(t *testing.T, admin kubernetes.Interface, agentNode, kubeletNode string) {
+	t.Helper()
+	list, err := admin.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]corev1.Pod{}
+	for _, p := range list.Items {
+		byName[p.Name] = p
+	}
+	compared := 0
+	for name, p := range byName {
+		suffix, ok := strings.CutPrefix(name, agentNode)
+		if !ok {
+			continue
+		}
+		k, ok := byName[kubeletNode+suffix]
+		if !ok {
+			t.Fatalf("no kubelet pod for %s", name)
+		}
+		if diff := cmp.Diff(normalizedStatus(t, k.Status), normalizedStatus(t, p.Status)); diff != "" {
+			t.Errorf("pod %s: status differs from kubelet's (-kubelet +agent):\n%s", suffix, diff)
+		}
+		compared++
+	}
+	t.Logf("%d pod statuses compared with kubelet's", compared)
+}
+
+func normalizedStatus(t *testing.T, s corev1.PodStatus) any {
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(key string, v any) any
+	walk = func(key string, v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				x[k] = walk(k, e)
+			}
+			return x
+		case []any:
+			for i, e := range x {
+				x[i] = walk(key, e)
+			}
+			return x
+		case string:
+			switch {
+			case strings.HasSuffix(key, "Time") || key == "startedAt" || key == "finishedAt":
+				return "<time>"
+			case key == "name" && strings.HasPrefix(x, "kube-api-access-"):
+				return "kube-api-access-<random>"
+			case key == "containerID":
+				return strings.SplitN(x, "://", 2)[0] + "://<id>"
+			case key == "podIP" || (key == "ip" && x != ""):
+				return "<pod ip>"
+			}
+		}
+		return v
+	}
+	return walk("", v)
 }
