@@ -33,6 +33,8 @@ type StatusCache struct {
 	mu         sync.Mutex
 	containers map[string]cachedContainer
 	sandboxes  map[string]cachedSandbox
+	// ips are each pod's last IPs, kept once no sandbox is ready.
+	ips map[types.UID][]string
 }
 
 type cachedContainer struct {
@@ -49,7 +51,7 @@ type cachedSandbox struct {
 
 // NewStatusCache returns an empty cache over rt.
 func NewStatusCache(rt runtime.RuntimeService) *StatusCache {
-	return &StatusCache{rt: rt, containers: map[string]cachedContainer{}, sandboxes: map[string]cachedSandbox{}}
+	return &StatusCache{rt: rt, containers: map[string]cachedContainer{}, sandboxes: map[string]cachedSandbox{}, ips: map[types.UID][]string{}}
 }
 
 // PodStatus returns one pod's status: ListPodSandbox and ListContainers
@@ -185,9 +187,15 @@ func (c *StatusCache) update(ctx context.Context, sandboxes []*runtimeapi.PodSan
 			changed[e.uid] = true
 		}
 	}
+	for uid := range c.ips {
+		if scope(uid) && pods[uid] == nil {
+			delete(c.ips, uid) // nothing of the pod is left
+		}
+	}
 	c.mu.Unlock()
 	for _, p := range pods {
 		finish(p)
+		c.keepIPs(p)
 		if c.actuated != nil {
 			p.ActuatedResources = c.actuated.get(p.UID)
 		}
@@ -214,6 +222,28 @@ func finish(st *PodStatus) {
 		if sb := st.SandboxStatuses[0]; sb.State == runtimeapi.PodSandboxState_SANDBOX_READY && sb.GetNetwork().GetIp() != "" {
 			st.IPs = append([]string{sb.Network.Ip}, ipsOf(sb.Network.AdditionalIps)...)
 		}
+	}
+}
+
+// keepIPs is kubelet's generic PLEG getPodIPs: a pod none of whose
+// sandboxes is ready keeps the IPs it last had, so that an exited or
+// killed pod's API status still shows them (kubelet keeps them for the
+// API server after the network is torn down).
+func (c *StatusCache) keepIPs(p *PodStatus) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(p.IPs) > 0 {
+		c.ips[p.UID] = p.IPs
+		return
+	}
+	for _, sb := range p.SandboxStatuses {
+		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			return
+		}
+	}
+	p.IPs = append([]string(nil), c.ips[p.UID]...)
+	if len(p.IPs) == 0 {
+		p.IPs = nil
 	}
 }
 

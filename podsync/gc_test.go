@@ -2,6 +2,7 @@ package podsync_test
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"os"
 	"path/filepath"
@@ -314,4 +315,31 @@ func callsByMethod(f *fake.Runtime) map[string]int {
 		out[c.Method]++
 	}
 	return out
+}
+
+// A pod whose sandbox is no longer ready keeps the IPs it had, as
+// kubelet's generic PLEG keeps them for the API status of an exited or
+// killed pod; once nothing of the pod is left, they are gone.
+func TestStatusKeepsIPsOfStoppedPod(t *testing.T) {
+	h := newHarness(t, false, nil)
+	pod := appPod("ips")
+	h.converge(pod, 3)
+	ctx := context.Background()
+	st, err := h.syncer.Status(ctx, pod)
+	if err != nil || len(st.IPs) == 0 {
+		t.Fatalf("running pod's IPs %v, %v", st.IPs, err)
+	}
+	ips := st.IPs
+	if err := h.syncer.KillPod(ctx, pod, st, nil).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = h.syncer.Status(ctx, pod); err != nil || len(st.SandboxStatuses) == 0 || fmt.Sprint(st.IPs) != fmt.Sprint(ips) {
+		t.Fatalf("killed pod's IPs %v (sandboxes %d), want %v kept, %v", st.IPs, len(st.SandboxStatuses), ips, err)
+	}
+	if err := h.syncer.RemovePod(ctx, pod.UID); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = h.syncer.Status(ctx, pod); err != nil || len(st.IPs) != 0 {
+		t.Fatalf("removed pod's IPs %v, %v", st.IPs, err)
+	}
 }
