@@ -130,8 +130,14 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 	eventually(t, "every pod Ready on both nodes", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(readyAt) == len(created)
+		return len(readyAt) == len(created)-2 // the two "exits" pods end Failed
 	})
+	for _, node := range []string{agentNode, kubeletNode} {
+		eventually(t, node+"-exits Failed", func() bool {
+			p, err := admin.CoreV1().Pods("default").Get(ctx, node+"-exits", metav1.GetOptions{})
+			return err == nil && p.Status.Phase == corev1.PodFailed
+		})
+	}
 	compareStatuses(t, admin, agentNode, kubeletNode)
 	median := func(node string) time.Duration {
 		mu.Lock()
@@ -237,6 +243,14 @@ func statusPods(node, image string) []*corev1.Pod {
 				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: 1}},
 				{Name: "done", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Command: sleep,
 					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem}}}}}},
+		// Ends Failed: an exit code, a termination message from the file,
+		// and one from the log's tail.
+		{ObjectMeta: metav1.ObjectMeta{Name: node + "-exits"}, Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &grace,
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{
+				{Name: "file", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"sh", "-c", "echo bye > /dev/termination-log; exit 3"}},
+				{Name: "log", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"sh", "-c", "echo from the log; exit 1"},
+					TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}}}},
 	}
 }
 
