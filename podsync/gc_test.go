@@ -2,8 +2,8 @@ package podsync_test
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
