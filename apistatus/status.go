@@ -274,7 +274,7 @@ func PodStatus(in Input) corev1.PodStatus {
 		t := metav1.NewTime(now)
 		s.StartTime = &t
 	}
-	normalize(pod, &s)
+	Normalize(pod, &s)
 	return s
 }
 
@@ -398,8 +398,13 @@ func hasActiveRegularContainer(pod *corev1.Pod, rs *podsync.PodStatus) bool {
 	return false
 }
 
-// normalize is the status manager's normalizeStatus.
-func normalize(pod *corev1.Pod, s *corev1.PodStatus) {
+// Normalize is kubelet's status manager normalizeStatus, in place: times
+// to whole seconds (the API server keeps no more), termination messages
+// cut to MaxPodTerminationMessageLength shared by the pod's containers,
+// app and ephemeral statuses sorted by name, init statuses in spec order.
+// PodStatus's result is already normalised; a status read back from the
+// API server can be normalised before it is compared with one.
+func Normalize(pod *corev1.Pod, s *corev1.PodStatus) {
 	per := MaxPodTerminationMessageLength
 	if n := len(pod.Spec.Containers) + len(pod.Spec.InitContainers) + len(pod.Spec.EphemeralContainers); n > 0 {
 		per /= n
@@ -437,13 +442,19 @@ func normalize(pod *corev1.Pod, s *corev1.PodStatus) {
 	sortInit(pod, s.InitContainerStatuses)
 }
 
-// sortInit orders init container statuses as the spec does.
+// sortInit orders init container statuses as the spec does (kubelet's
+// SortInitContainerStatuses: statuses of names the spec lacks stay last).
 func sortInit(pod *corev1.Pod, list []corev1.ContainerStatus) {
-	idx := map[string]int{}
-	for i, c := range pod.Spec.InitContainers {
-		idx[c.Name] = i
+	cur := 0
+	for _, c := range pod.Spec.InitContainers {
+		for j := cur; j < len(list); j++ {
+			if list[j].Name == c.Name {
+				list[cur], list[j] = list[j], list[cur]
+				cur++
+				break
+			}
+		}
 	}
-	sort.SliceStable(list, func(i, j int) bool { return idx[list[i].Name] < idx[list[j].Name] })
 }
 
 func names(list []string) string { return fmt.Sprintf("[%s]", strings.Join(list, " ")) }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/podstart/podstart/apistatus"
 	"github.com/podstart/podstart/podworker"
 )
 
@@ -260,7 +261,7 @@ func (m *Manager) needsReconcile(e *entry) bool {
 		return false
 	}
 	api := e.pod.Status.DeepCopy()
-	normalize(e.pod, api)
+	apistatus.Normalize(e.pod, api)
 	return !equalByKubelet(api, &e.status)
 }
 

@@ -1,7 +1,6 @@
 package statusmanager
 
 import (
-	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,10 +10,6 @@ import (
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/podworker"
 )
-
-// maxTerminationMessages is kubelet's MaxPodTerminationMessageLogLength:
-// the bytes of termination messages a pod's statuses may hold in all.
-const maxTerminationMessages = 12 * 1024
 
 // Reasons of the Ready and ContainersReady conditions of a terminal pod
 // (kubelet's status.PodCompleted and status.PodFailed).
@@ -87,60 +82,6 @@ func equalByKubelet(old, status *corev1.PodStatus) bool {
 	cp.ExtendedResourceClaimStatus = status.ExtendedResourceClaimStatus
 	cp.NodeAllocatableResourceClaimStatuses = status.NodeAllocatableResourceClaimStatuses
 	return equality.Semantic.DeepEqual(cp, status)
-}
-
-// normalize is kubelet's normalizeStatus, applied to the status the API
-// server holds before it is compared with the manager's: times to whole
-// seconds (the API server keeps no more), termination messages cut to
-// 12 KiB shared by the pod's containers, app and ephemeral statuses sorted
-// by name, init statuses in spec order. It changes status in place.
-func normalize(pod *corev1.Pod, status *corev1.PodStatus) {
-	perStatus := maxTerminationMessages
-	if n := len(pod.Spec.Containers) + len(pod.Spec.InitContainers) + len(pod.Spec.EphemeralContainers); n > 0 {
-		perStatus /= n
-	}
-	ts := func(t *metav1.Time) { *t = t.Rfc3339Copy() }
-	state := func(s *corev1.ContainerState) {
-		if s.Running != nil {
-			ts(&s.Running.StartedAt)
-		}
-		if s.Terminated != nil {
-			ts(&s.Terminated.StartedAt)
-			ts(&s.Terminated.FinishedAt)
-			if len(s.Terminated.Message) > perStatus {
-				s.Terminated.Message = s.Terminated.Message[:perStatus]
-			}
-		}
-	}
-	if status.StartTime != nil {
-		ts(status.StartTime)
-	}
-	for i := range status.Conditions {
-		ts(&status.Conditions[i].LastProbeTime)
-		ts(&status.Conditions[i].LastTransitionTime)
-	}
-	for _, list := range [][]corev1.ContainerStatus{status.ContainerStatuses, status.InitContainerStatuses, status.EphemeralContainerStatuses} {
-		for i := range list {
-			state(&list[i].State)
-			state(&list[i].LastTerminationState)
-		}
-	}
-	byName := func(l []corev1.ContainerStatus) {
-		sort.Slice(l, func(i, j int) bool { return l[i].Name < l[j].Name })
-	}
-	byName(status.ContainerStatuses)
-	// Init statuses in spec order, as kubelet's SortInitContainerStatuses.
-	cur := 0
-	for _, c := range pod.Spec.InitContainers {
-		for j := cur; j < len(status.InitContainerStatuses); j++ {
-			if status.InitContainerStatuses[j].Name == c.Name {
-				status.InitContainerStatuses[cur], status.InitContainerStatuses[j] = status.InitContainerStatuses[j], status.InitContainerStatuses[cur]
-				cur++
-				break
-			}
-		}
-	}
-	byName(status.EphemeralContainerStatuses)
 }
 
 // merge is kubelet's mergePodStatus: the status to send, from the one the

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/podstart/podstart/apistatus"
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/podworker"
 )
@@ -237,8 +238,8 @@ func TestStatusEquality(t *testing.T) {
 	status := corev1.PodStatus{ContainerStatuses: statuses, InitContainerStatuses: statuses, EphemeralContainerStatuses: statuses}
 	for range 10 {
 		old := corev1.PodStatus{ContainerStatuses: shuffle(statuses), InitContainerStatuses: shuffle(statuses), EphemeralContainerStatuses: shuffle(statuses)}
-		normalize(pod, &old)
-		normalize(pod, &status)
+		apistatus.Normalize(pod, &old)
+		apistatus.Normalize(pod, &status)
 		if !equalByKubelet(&old, &status) {
 			t.Fatal("order of container statuses should not affect normalized equality")
 		}
@@ -246,8 +247,8 @@ func TestStatusEquality(t *testing.T) {
 	old := status
 	status.Conditions = append(status.Conditions, featureT)
 	old.Conditions = append(status.Conditions, featureF)
-	normalize(pod, &old)
-	normalize(pod, &status)
+	apistatus.Normalize(pod, &old)
+	apistatus.Normalize(pod, &status)
 	if !equalByKubelet(&old, &status) {
 		t.Fatal("differences in pod conditions not owned by kubelet should not affect equality")
 	}
@@ -284,7 +285,7 @@ func TestStatusNormalizationEnforcesMaxBytes(t *testing.T) {
 			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: strings.Repeat("abcdefgh", 24+i%3)}}})
 	}
 	status := corev1.PodStatus{InitContainerStatuses: statuses[:16], ContainerStatuses: statuses[16:32], EphemeralContainerStatuses: statuses[32:]}
-	normalize(&corev1.Pod{}, &status)
+	apistatus.Normalize(&corev1.Pod{}, &status)
 	count := 0
 	for _, s := range status.InitContainerStatuses {
 		l := len(s.LastTerminationState.Terminated.Message)
@@ -293,13 +294,13 @@ func TestStatusNormalizationEnforcesMaxBytes(t *testing.T) {
 		}
 		count += l
 	}
-	if count > maxTerminationMessages {
+	if count > apistatus.MaxPodTerminationMessageLength {
 		t.Error("message length not truncated")
 	}
 	// With containers in the spec, each status gets its share.
 	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: make([]corev1.Container, 64)}}
 	s := corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: strings.Repeat("x", 500)}}}}}
-	normalize(pod, &s)
+	apistatus.Normalize(pod, &s)
 	if l := len(s.ContainerStatuses[0].State.Terminated.Message); l != 192 {
 		t.Errorf("message cut to %d, want 192", l)
 	}
@@ -319,7 +320,7 @@ func TestStatusNormalizeTimeStamp(t *testing.T) {
 		Conditions: []cond{{Type: corev1.PodReady, LastProbeTime: now, LastTransitionTime: now}}}
 	want := corev1.PodStatus{StartTime: &exp, ContainerStatuses: states(exp), InitContainerStatuses: states(exp), EphemeralContainerStatuses: states(exp),
 		Conditions: []cond{{Type: corev1.PodReady, LastProbeTime: exp, LastTransitionTime: exp}}}
-	normalize(&corev1.Pod{}, &status)
+	apistatus.Normalize(&corev1.Pod{}, &status)
 	if !equalByKubelet(&want, &status) || !status.StartTime.Equal(&exp) || !status.Conditions[0].LastTransitionTime.Equal(&exp) {
 		t.Errorf("not normalised: %s", cmp.Diff(want, status))
 	}
@@ -329,7 +330,7 @@ func TestNormalizeSortsInitStatusesBySpec(t *testing.T) {
 	pod := &corev1.Pod{Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "z"}, {Name: "a"}, {Name: "m"}}}}
 	s := corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{{Name: "m"}, {Name: "a"}, {Name: "z"}},
 		ContainerStatuses: []corev1.ContainerStatus{{Name: "b"}, {Name: "a"}}}
-	normalize(pod, &s)
+	apistatus.Normalize(pod, &s)
 	var got []string
 	for _, c := range append(s.InitContainerStatuses, s.ContainerStatuses...) {
 		got = append(got, c.Name)
