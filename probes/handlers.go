@@ -15,8 +15,10 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -25,13 +27,29 @@ import (
 	"github.com/podstart/podstart/runtime"
 )
 
+// result is kubelet's probe.Result: what one run of a handler found.
 type result int
 
 const (
-	resultSuccess result = iota
+	resultUnknown result = iota
+	resultSuccess
 	resultWarning
 	resultFailure
 )
+
+// String is kubelet's text for the result ("... resulted in unknown
+// state").
+func (r result) String() string {
+	switch r {
+	case resultSuccess:
+		return "success"
+	case resultWarning:
+		return "warning"
+	case resultFailure:
+		return "failure"
+	}
+	return "unknown"
+}
 
 type outcome struct {
 	result result
@@ -41,15 +59,18 @@ type outcome struct {
 // userAgent is kubelet's for v1.36 probes.
 const userAgent = "kube-probe/1.36"
 
-// maxBody is kubelet's maxRespBodyLength.
-const maxBody = 10 * 1024
+// maxOutput is kubelet's maxRespBodyLength and exec maxReadLength: the
+// most of a body or a command's output a probe reads.
+const maxOutput = 10 * 1024
 
 func defaultHTTPClient() *http.Client {
 	t := &http.Transport{
-		TLSClientConfig:    &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // kubelet does not verify probe targets
-		DisableKeepAlives:  true,
-		DisableCompression: true,
-		Proxy:              nil,
+		TLSClientConfig:     &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // kubelet does not verify probe targets
+		DisableKeepAlives:   true,
+		DisableCompression:  true,
+		Proxy:               nil,
+		TLSHandshakeTimeout: 10 * time.Second,
+		DialContext:         probeDialer().DialContext,
 	}
 	return &http.Client{Transport: t, CheckRedirect: sameHostRedirects}
 }
@@ -65,12 +86,15 @@ func sameHostRedirects(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
-func run(ctx context.Context, m *Manager, p *corev1.Probe, c *corev1.Container, podIP, id string, timeout time.Duration) (outcome, error) {
+// run is kubelet's runProbe: one run of the probe's handler. An error
+// comes with resultUnknown.
+func run(ctx context.Context, m *Manager, pod *corev1.Pod, p *corev1.Probe, c *corev1.Container, podIP, id string) (outcome, error) {
+	timeout := time.Duration(p.TimeoutSeconds) * time.Second
 	switch {
 	case p.Exec != nil:
 		return execProbe(ctx, m.rt, c, id, p.Exec.Command, timeout)
 	case p.HTTPGet != nil:
-		return httpProbe(ctx, m.http, c, p.HTTPGet, podIP)
+		return httpProbe(ctx, m.http, c, p.HTTPGet, podIP, timeout)
 	case p.TCPSocket != nil:
 		port, err := resolvePort(p.TCPSocket.Port, c)
 		if err != nil {
@@ -86,116 +110,161 @@ func run(ctx context.Context, m *Manager, p *corev1.Probe, c *corev1.Container, 
 		if p.GRPC.Service != nil {
 			service = *p.GRPC.Service
 		}
-		return grpcProbe(ctx, podIP, service, int(p.GRPC.Port), timeout)
+		return grpcProbe(ctx, podIP, service, int(p.GRPC.Port), timeout), nil
 	}
-	return outcome{}, fmt.Errorf("missing probe handler for container %s", c.Name)
+	return outcome{}, fmt.Errorf("missing probe handler for %s_%s(%s):%s", pod.Name, pod.Namespace, pod.UID, c.Name)
 }
 
-// execProbe runs the command; a non-zero exit is a failure with its
-// output, as kubelet's exec prober.
+// execProbe is kubelet's exec prober over ExecSync: exit 0 is success, any
+// other exit a failure with the command's output (stdout then stderr, at
+// most 10 KiB), a timeout a failure saying so, any other error an error.
+// The runtime enforces the timeout (kubelet's ExecProbeTimeout, locked on
+// since v1.35); the call itself is bounded by the runtime client's.
 func execProbe(ctx context.Context, rt runtime.ContainerManager, c *corev1.Container, id string, command []string, timeout time.Duration) (outcome, error) {
-	env := map[string]string{}
+	// kubelet's ExpandContainerCommandOnlyStatic: every variable of the
+	// container's env maps to its literal value (empty for valueFrom).
+	env := make(map[string]string, len(c.Env))
 	for _, e := range c.Env {
-		if e.ValueFrom == nil {
-			env[e.Name] = e.Value
-		}
+		env[e.Name] = e.Value
 	}
 	cmd := make([]string, len(command))
 	for i, a := range command {
 		cmd[i] = expansion.Expand(a, expansion.MappingFor(env))
 	}
 	stdout, stderr, err := rt.ExecSync(ctx, id, cmd, timeout)
-	out := string(stdout) + string(stderr)
+	out := limited(stdout, stderr)
 	var exit *runtime.ExitError
 	switch {
 	case err == nil:
 		return outcome{resultSuccess, out}, nil
 	case errors.As(err, &exit):
+		if exit.ExitCode == 0 {
+			return outcome{resultSuccess, out}, nil
+		}
 		return outcome{resultFailure, out}, nil
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, runtime.ErrDeadlineExceeded):
-		return outcome{resultFailure, fmt.Sprintf("command %q timed out", strings.Join(cmd, " "))}, nil
+	case errors.Is(err, runtime.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
+		// The CRI client's ErrCommandTimedOut text, as kubelet reports it.
+		return outcome{resultFailure, fmt.Sprintf("command timed out: %q timed out after %s", strings.Join(cmd, " "), timeout)}, nil
 	}
 	return outcome{}, err
 }
 
-func resolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
-	if p.Type == intstr.Int {
-		if n := p.IntValue(); n > 0 && n < 65536 {
-			return n, nil
-		}
-		return 0, fmt.Errorf("invalid port number: %d", p.IntValue())
+// limited is stdout then stderr, cut at maxOutput bytes.
+func limited(stdout, stderr []byte) string {
+	if len(stdout) >= maxOutput {
+		return string(stdout[:maxOutput])
 	}
-	for _, cp := range c.Ports {
-		if cp.Name == p.StrVal {
-			return int(cp.ContainerPort), nil
-		}
+	if len(stdout)+len(stderr) > maxOutput {
+		stderr = stderr[:maxOutput-len(stdout)]
 	}
-	if n, err := strconv.Atoi(p.StrVal); err == nil && n > 0 && n < 65536 {
-		return n, nil
-	}
-	return 0, fmt.Errorf("couldn't find port: %v in %v", p.StrVal, c.Name)
+	return string(stdout) + string(stderr)
 }
 
-// httpProbe is kubelet's: GET, 2xx success, 3xx left unfollowed a
-// warning, anything else a failure.
-func httpProbe(ctx context.Context, client *http.Client, c *corev1.Container, g *corev1.HTTPGetAction, podIP string) (outcome, error) {
-	port, err := resolvePort(g.Port, c)
-	if err != nil {
-		return outcome{}, err
+// resolvePort is kubelet's probe.ResolveContainerPort, errors included.
+func resolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
+	port := -1
+	switch p.Type {
+	case intstr.Int:
+		port = p.IntValue()
+	case intstr.String:
+		found := false
+		for _, cp := range c.Ports {
+			if cp.Name == p.StrVal {
+				port, found = int(cp.ContainerPort), true
+				break
+			}
+		}
+		if !found {
+			n, err := strconv.Atoi(p.StrVal)
+			if err != nil {
+				return n, err
+			}
+			port = n
+		}
+	default:
+		return port, fmt.Errorf("intOrString had no kind: %+v", p)
+	}
+	if port > 0 && port < 65536 {
+		return port, nil
+	}
+	return port, fmt.Errorf("invalid port number: %v", port)
+}
+
+// httpRequest is kubelet's NewRequestForHTTPGetAction.
+func httpRequest(ctx context.Context, g *corev1.HTTPGetAction, c *corev1.Container, podIP string) (*http.Request, error) {
+	scheme := strings.ToLower(string(g.Scheme))
+	if scheme == "" {
+		scheme = "http"
 	}
 	host := g.Host
 	if host == "" {
 		host = podIP
 	}
-	scheme := strings.ToLower(string(g.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	path := g.Path
-	if path != "" && !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	u, err := url.Parse(fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(host, strconv.Itoa(port)), path))
+	port, err := resolvePort(g.Port, c)
 	if err != nil {
-		return outcome{}, err
+		return nil, err
 	}
+	// As kubelet's formatURL: a path that does not parse is sent as it is.
+	u, err := url.Parse(g.Path)
+	if err != nil {
+		u = &url.URL{Path: g.Path}
+	}
+	u.Scheme = scheme
+	u.Host = net.JoinHostPort(host, strconv.Itoa(port))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
+		return nil, err
+	}
+	headers := make(http.Header, len(g.HTTPHeaders)+2)
+	for _, h := range g.HTTPHeaders {
+		headers.Add(h.Name, h.Value)
+	}
+	if _, ok := headers["User-Agent"]; !ok {
+		headers.Set("User-Agent", userAgent)
+	}
+	if _, ok := headers["Accept"]; !ok {
+		headers.Set("Accept", "*/*")
+	} else if headers.Get("Accept") == "" {
+		headers.Del("Accept")
+	}
+	req.Header = headers
+	req.Host = headers.Get("Host")
+	return req, nil
+}
+
+// httpProbe is kubelet's DoHTTPProbe: 2xx success, 3xx left unfollowed a
+// warning, anything else (or no answer within the timeout) a failure.
+func httpProbe(ctx context.Context, base *http.Client, c *corev1.Container, g *corev1.HTTPGetAction, podIP string, timeout time.Duration) (outcome, error) {
+	req, err := httpRequest(ctx, g, c, podIP)
+	if err != nil {
 		return outcome{}, err
 	}
-	for _, h := range g.HTTPHeaders {
-		if strings.EqualFold(h.Name, "Host") {
-			req.Host = h.Value
-			continue
-		}
-		req.Header.Add(h.Name, h.Value)
-	}
-	if _, ok := req.Header["User-Agent"]; !ok {
-		req.Header.Set("User-Agent", userAgent)
-	}
-	if _, ok := req.Header["Accept"]; !ok {
-		req.Header.Set("Accept", "*/*")
-	} else if req.Header.Get("Accept") == "" {
-		req.Header.Del("Accept")
-	}
+	client := *base
+	client.Timeout = timeout
 	res, err := client.Do(req)
 	if err != nil {
 		return outcome{resultFailure, err.Error()}, nil
 	}
 	defer res.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(res.Body, maxBody))
-	switch {
-	case res.StatusCode >= 300 && res.StatusCode < 400:
-		return outcome{resultWarning, fmt.Sprintf("Probe terminated redirects, Response body: %v", string(b))}, nil
-	case res.StatusCode >= 200 && res.StatusCode < 300:
-		return outcome{resultSuccess, string(b)}, nil
+	b, err := io.ReadAll(io.LimitReader(res.Body, maxOutput))
+	if err != nil {
+		return outcome{resultFailure, ""}, nil
 	}
+	body := string(b)
+	if res.StatusCode >= http.StatusOK && res.StatusCode < http.StatusBadRequest {
+		if res.StatusCode >= http.StatusMultipleChoices {
+			return outcome{resultWarning, fmt.Sprintf("Probe terminated redirects, Response body: %v", body)}, nil
+		}
+		return outcome{resultSuccess, body}, nil
+	}
+	// As kubelet (issue 99425), the body is not in the message.
 	return outcome{resultFailure, fmt.Sprintf("HTTP probe failed with statuscode: %d", res.StatusCode)}, nil
 }
 
 // tcpProbe is kubelet's: a connection opened and closed.
 func tcpProbe(ctx context.Context, host string, port int, timeout time.Duration) outcome {
-	d := net.Dialer{Timeout: timeout}
+	d := probeDialer()
+	d.Timeout = timeout
 	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
 		return outcome{resultFailure, err.Error()}
@@ -204,28 +273,62 @@ func tcpProbe(ctx context.Context, host string, port int, timeout time.Duration)
 	return outcome{resultSuccess, ""}
 }
 
-// grpcProbe is kubelet's: grpc.health.v1 Check of service, SERVING is
-// success.
-func grpcProbe(ctx context.Context, host, service string, port int, timeout time.Duration) (outcome, error) {
+// grpcProbe is kubelet's: connect within the timeout (kubelet dials with
+// WithBlock), then grpc.health.v1 Check of service; SERVING is success,
+// anything else a failure.
+func grpcProbe(ctx context.Context, host, service string, port int, timeout time.Duration) outcome {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithUserAgent(userAgent))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithUserAgent(userAgent),
+		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			return probeDialer().DialContext(ctx, "tcp", addr)
+		}))
+	if err == nil {
+		err = waitReady(ctx, conn)
+		if err != nil {
+			conn.Close()
+		}
+	}
 	if err != nil {
-		return outcome{resultFailure, fmt.Sprintf("timeout: failed to connect service %q within %v: %+v", addr, timeout, err)}, nil
+		if errors.Is(err, context.DeadlineExceeded) {
+			return outcome{resultFailure, fmt.Sprintf("timeout: failed to connect service %q within %v: %+v", addr, timeout, err)}
+		}
+		return outcome{resultFailure, fmt.Sprintf("error: failed to connect service at %q: %+v", addr, err)}
 	}
 	defer conn.Close()
-	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
+	resp, err := healthpb.NewHealthClient(conn).Check(metadata.NewOutgoingContext(ctx, metadata.MD{}), &healthpb.HealthCheckRequest{Service: service})
 	if err != nil {
-		st, ok := status.FromError(err)
-		switch {
-		case ok && st.Code() == codes.Unimplemented:
-			return outcome{resultFailure, fmt.Sprintf("this server does not implement the grpc health protocol (grpc.health.v1.Health): %s", st.Message())}, nil
-		case ok && st.Code() == codes.DeadlineExceeded:
-			return outcome{resultFailure, fmt.Sprintf("timeout: health rpc did not complete within %v", timeout)}, nil
+		if st, ok := status.FromError(err); ok {
+			switch st.Code() {
+			case codes.Unimplemented:
+				return outcome{resultFailure, fmt.Sprintf("error: this server does not implement the grpc health protocol (grpc.health.v1.Health): %s", st.Message())}
+			case codes.DeadlineExceeded:
+				return outcome{resultFailure, fmt.Sprintf("timeout: health rpc did not complete within %v", timeout)}
+			}
 		}
-		return outcome{resultFailure, fmt.Sprintf("error: health rpc probe failed: %+v", err)}, nil
+		return outcome{resultFailure, fmt.Sprintf("error: health rpc probe failed: %+v", err)}
 	}
 	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-		return outcome{resultFailure, fmt.Sprintf("service unhealthy (responded with %q)", resp.GetStatus().String())}, nil
+		return outcome{resultFailure, fmt.Sprintf("service unhealthy (responded with %q)", resp.GetStatus().String())}
 	}
-	return outcome{resultSuccess, "service healthy"}, nil
+	return outcome{resultSuccess, "service healthy"}
+}
+
+// waitReady is grpc.WithBlock's dial: wait until the connection is ready,
+// retrying through transient failures, until ctx ends (then ctx's error).
+func waitReady(ctx context.Context, conn *grpc.ClientConn) error {
+	conn.Connect()
+	for {
+		s := conn.GetState()
+		if s == connectivity.Ready {
+			return nil
+		}
+		if s == connectivity.Shutdown {
+			return errors.New("grpc: the client connection is closing")
+		}
+		if !conn.WaitForStateChange(ctx, s) {
+			return ctx.Err()
+		}
+	}
 }
