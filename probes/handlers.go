@@ -86,13 +86,17 @@ func sameHostRedirects(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
-// run is kubelet's runProbe: one run of the probe's handler. An error
+// run1 is kubelet's runProbe: one run of the worker's handler. An error
 // comes with resultUnknown.
-func run(ctx context.Context, m *Manager, pod *corev1.Pod, p *corev1.Probe, c *corev1.Container, podIP, id string) (outcome, error) {
+func (w *worker) run1(pod *corev1.Pod, podIP string) (outcome, error) {
+	ctx, m, p, c := w.ctx, w.m, w.spec, &w.container
 	timeout := time.Duration(p.TimeoutSeconds) * time.Second
 	switch {
 	case p.Exec != nil:
-		return execProbe(ctx, m.rt, c, id, p.Exec.Command, timeout)
+		if w.command == nil {
+			w.command = expandCommand(p.Exec.Command, c.Env)
+		}
+		return execProbe(ctx, m.rt, w.containerID, w.command, timeout)
 	case p.HTTPGet != nil:
 		return httpProbe(ctx, m.http, c, p.HTTPGet, podIP, timeout)
 	case p.TCPSocket != nil:
@@ -120,17 +124,7 @@ func run(ctx context.Context, m *Manager, pod *corev1.Pod, p *corev1.Probe, c *c
 // most 10 KiB), a timeout a failure saying so, any other error an error.
 // The runtime enforces the timeout (kubelet's ExecProbeTimeout, locked on
 // since v1.35); the call itself is bounded by the runtime client's.
-func execProbe(ctx context.Context, rt runtime.ContainerManager, c *corev1.Container, id string, command []string, timeout time.Duration) (outcome, error) {
-	// kubelet's ExpandContainerCommandOnlyStatic: every variable of the
-	// container's env maps to its literal value (empty for valueFrom).
-	env := make(map[string]string, len(c.Env))
-	for _, e := range c.Env {
-		env[e.Name] = e.Value
-	}
-	cmd := make([]string, len(command))
-	for i, a := range command {
-		cmd[i] = expansion.Expand(a, expansion.MappingFor(env))
-	}
+func execProbe(ctx context.Context, rt runtime.ContainerManager, id string, cmd []string, timeout time.Duration) (outcome, error) {
 	stdout, stderr, err := rt.ExecSync(ctx, id, cmd, timeout)
 	out := limited(stdout, stderr)
 	var exit *runtime.ExitError
@@ -147,6 +141,21 @@ func execProbe(ctx context.Context, rt runtime.ContainerManager, c *corev1.Conta
 		return outcome{resultFailure, fmt.Sprintf("command timed out: %q timed out after %s", strings.Join(cmd, " "), timeout)}, nil
 	}
 	return outcome{}, err
+}
+
+// expandCommand is kubelet's ExpandContainerCommandOnlyStatic: every
+// variable of the container's env maps to its literal value (empty for
+// valueFrom).
+func expandCommand(command []string, envs []corev1.EnvVar) []string {
+	env := make(map[string]string, len(envs))
+	for _, e := range envs {
+		env[e.Name] = e.Value
+	}
+	cmd := make([]string, len(command))
+	for i, a := range command {
+		cmd[i] = expansion.Expand(a, expansion.MappingFor(env))
+	}
+	return cmd
 }
 
 // limited is stdout then stderr, cut at maxOutput bytes.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/podstart/podstart/images"
 	"github.com/podstart/podstart/podsync"
@@ -29,6 +30,7 @@ type worker struct {
 	ctx       context.Context    // ends when the worker is stopped or the Manager closed
 	cancel    context.CancelFunc // stops the worker
 	trigger   chan struct{}      // a probe now, out of period (capacity 1)
+	command   []string           // an exec probe's command, expanded once (spec and env are fixed)
 
 	// Guarded by m.mu.
 	pod      *corev1.Pod
@@ -264,29 +266,29 @@ func (w *worker) probe(pod *corev1.Pod, status corev1.PodStatus) (podsync.ProbeR
 		err error
 	)
 	for i := 0; i < maxProbeRetries; i++ {
-		out, err = run(w.ctx, w.m, pod, w.spec, &w.container, status.PodIP, w.containerID)
+		out, err = w.run1(pod, status.PodIP)
 		if err == nil {
 			break
 		}
 	}
-	ref := images.ContainerRef(pod, &w.container)
+	ref := func() apiruntime.Object { return images.ContainerRef(pod, &w.container) } // only for an event
 	if err != nil {
 		if w.ctx.Err() != nil {
 			return podsync.ProbeUnknown, err // stopped: nothing to report
 		}
 		w.m.log.V(1).Info("Probe errored", "probeType", w.key.kind, "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "containerName", w.container.Name, "probeResult", out.result, "err", err)
-		w.m.recorder.Eventf(ref, corev1.EventTypeWarning, "Unhealthy", "%s probe errored and resulted in %s state: %s", w.key.kind, out.result, err)
+		w.m.recorder.Eventf(ref(), corev1.EventTypeWarning, "Unhealthy", "%s probe errored and resulted in %s state: %s", w.key.kind, out.result, err)
 		return podsync.ProbeFailure, err
 	}
 	switch out.result {
 	case resultSuccess:
 		return podsync.ProbeSuccess, nil
 	case resultWarning:
-		w.m.recorder.Eventf(ref, corev1.EventTypeWarning, "ProbeWarning", "%s probe warning: %s", w.key.kind, out.output)
+		w.m.recorder.Eventf(ref(), corev1.EventTypeWarning, "ProbeWarning", "%s probe warning: %s", w.key.kind, out.output)
 		return podsync.ProbeSuccess, nil
 	case resultFailure:
 		w.m.log.V(1).Info("Probe failed", "probeType", w.key.kind, "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "containerName", w.container.Name, "output", out.output)
-		w.m.recorder.Eventf(ref, corev1.EventTypeWarning, "Unhealthy", "%s probe failed: %s", w.key.kind, out.output)
+		w.m.recorder.Eventf(ref(), corev1.EventTypeWarning, "Unhealthy", "%s probe failed: %s", w.key.kind, out.output)
 		return podsync.ProbeFailure, nil
 	}
 	return podsync.ProbeFailure, nil // unknown without an error, as kubelet
