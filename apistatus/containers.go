@@ -2,6 +2,7 @@ package apistatus
 
 import (
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -218,7 +219,7 @@ func anyRegularCreated(pod *corev1.Pod, rs *podsync.PodStatus) bool {
 // from the startup probe (or its absence), ready from the readiness probe
 // (or its absence) for running started containers; a regular init
 // container is ready once it exited 0.
-func updateProbeStatus(pod *corev1.Pod, s *corev1.PodStatus, p Probes) {
+func updateProbeStatus(pod *corev1.Pod, s *corev1.PodStatus, p Probes, proberStart time.Time) {
 	started := func(st *corev1.ContainerStatus, spec *corev1.Container) bool {
 		if st.State.Running == nil {
 			return false
@@ -237,12 +238,25 @@ func updateProbeStatus(pod *corev1.Pod, s *corev1.PodStatus, p Probes) {
 		if st.State.Running == nil {
 			return false
 		}
-		if p != nil {
-			if r, ok := p.Readiness(rawID(st.ContainerID)); ok && r == podsync.ProbeSuccess {
-				return true
-			}
+		if p == nil {
+			return spec == nil || spec.ReadinessProbe == nil
 		}
-		return spec == nil || spec.ReadinessProbe == nil
+		r, probed := p.Readiness(rawID(st.ContainerID))
+		if probed && r == podsync.ProbeSuccess {
+			return true
+		}
+		if spec == nil || spec.ReadinessProbe == nil {
+			return true
+		}
+		// Kubelet's setReadyStateOnKubeletRestart (ChangeContainerStatusOnKubeletRestart
+		// off by default in v1.36): a container running since before the
+		// prober started (less a 10 s grace) and not yet probed keeps the
+		// readiness of a pod the API server has Ready, so an agent restart
+		// does not flap it.
+		if !probed && !proberStart.IsZero() && st.State.Running.StartedAt.Time.Before(proberStart.Add(-10*time.Second)) {
+			return hasTrueCondition(pod.Status.Conditions, corev1.PodReady)
+		}
+		return false
 	}
 	find := func(list []corev1.Container, name string) *corev1.Container {
 		for i := range list {
@@ -346,4 +360,13 @@ func statusResources(spec *corev1.Container, s *corev1.ContainerStatus, cs *pods
 		keep(corev1.ResourceMemory, oldRes.Requests, res.Requests)
 	}
 	return res
+}
+
+func hasTrueCondition(conds []corev1.PodCondition, t corev1.PodConditionType) bool {
+	for _, c := range conds {
+		if c.Type == t {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

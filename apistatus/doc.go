@@ -68,8 +68,10 @@
 //
 // Not built, as in podsync: RestartAllContainers (no
 // AllContainersRestarting condition), image volumes, container users and
-// stop signals, Windows. Kubelet, after a restart, reports a container
-// that was ready before as ready until its first readiness probe
-// (setReadyStateOnKubeletRestart); here a container with a readiness
-// probe is ready only once a probe succeeded.
+// stop signals, Windows.
+//
+// After an agent restart, a container that ran before it and has not been
+// probed yet keeps the readiness of a pod the API server has Ready, as
+// kubelet's setReadyStateOnKubeletRestart does (Input.ProberStart;
+// podworker passes its own start).
 package apistatus

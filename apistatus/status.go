@@ -135,6 +135,12 @@ type Input struct {
 	Previous *corev1.PodStatus
 	// Probes gives probe results (nil: no probe has run).
 	Probes Probes
+	// ProberStart is when the caller's prober started (kubelet's prober
+	// manager start). A container running since more than 10 s before it,
+	// with a readiness probe that has not run yet, is ready if the API
+	// server has the pod Ready, as kubelet keeps it across its restarts;
+	// zero: never.
+	ProberStart time.Time
 	// RuntimeName prefixes container IDs ("containerd://…"); empty:
 	// "containerd".
 	RuntimeName string
@@ -215,7 +221,7 @@ func PodStatus(in Input) corev1.PodStatus {
 		s.Phase = pod.Status.Phase // no transition out of a terminal phase
 	}
 
-	updateProbeStatus(pod, &s, in.Probes)
+	updateProbeStatus(pod, &s, in.Probes, in.ProberStart)
 
 	gen := pod.Generation
 	for _, cond := range pod.Status.Conditions {

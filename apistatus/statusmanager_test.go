@@ -216,3 +216,49 @@ func TestStatusNormalizeTimeStamp(t *testing.T) {
 		}
 	}
 }
+
+// noResults: probes that have produced nothing yet.
+type noResults struct{}
+
+func (noResults) Readiness(string) (podsync.ProbeResult, bool) { return podsync.ProbeResult(0), false }
+func (noResults) Startup(string) (podsync.ProbeResult, bool)   { return podsync.ProbeResult(0), false }
+
+// Kubelet's setReadyStateOnKubeletRestart (prober_manager.go; its gate
+// ChangeContainerStatusOnKubeletRestart is off in v1.36): a container
+// that ran since before the prober started, less 10 s, and has not been
+// probed yet keeps the readiness of a pod the API server has Ready.
+func TestReadinessKeptAcrossAgentRestart(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name      string
+		startedAt time.Duration // before the prober start
+		podReady  bool
+		probes    apistatus.Probes
+		noProbe   bool
+		want      bool
+	}{
+		{name: "ran before the restart, pod Ready", startedAt: 5 * time.Minute, podReady: true, probes: noResults{}, want: true},
+		{name: "ran before the restart, pod not Ready", startedAt: 5 * time.Minute, probes: noResults{}, want: false},
+		{name: "started within the 10 s grace", startedAt: 5 * time.Second, podReady: true, probes: noResults{}, want: false},
+		{name: "started after the restart", startedAt: -time.Minute, podReady: true, probes: noResults{}, want: false},
+		{name: "already probed: failure", startedAt: 5 * time.Minute, podReady: true, probes: readiness(false), want: false},
+		{name: "already probed: success", startedAt: 5 * time.Minute, probes: readiness(true), want: true},
+		{name: "no readiness probe", startedAt: -time.Minute, probes: noResults{}, noProbe: true, want: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pod := readyPod()
+			if c.noProbe {
+				pod.Spec.Containers[0].ReadinessProbe = nil
+			}
+			if c.podReady {
+				pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+			}
+			proberStart := genNow.Add(c.startedAt)
+			s := apistatus.PodStatus(apistatus.Input{Pod: pod, Status: runningApp(), Probes: c.probes, ProberStart: proberStart, Now: genNow.Add(time.Hour)})
+			if got := s.ContainerStatuses[0].Ready; got != c.want {
+				t.Fatalf("ready %v, want %v", got, c.want)
+			}
+		})
+	}
+}

@@ -148,6 +148,7 @@ type Workers struct {
 	relistNow    chan struct{}
 	gen          uint64 // orders relist starts and sync ends
 	reasons      *apistatus.Reasons
+	started      time.Time // kubelet's prober manager start: containers older keep their readiness
 }
 
 type worker struct {
@@ -178,7 +179,7 @@ func New(syncer *podsync.Syncer, rt runtime.RuntimeService, opts ...Option) *Wor
 	}
 	ctx, cancel := context.WithCancel(logr.NewContext(context.Background(), o.logger))
 	w := &Workers{syncer: syncer, rt: rt, o: o, ctx: ctx, cancel: cancel,
-		pods: map[types.UID]*worker{}, relistNow: make(chan struct{}, 1), reasons: apistatus.NewReasons()}
+		pods: map[types.UID]*worker{}, relistNow: make(chan struct{}, 1), reasons: apistatus.NewReasons(), started: o.clock.Now()}
 	if o.probes != nil {
 		o.probes.AddListener(w.wake)
 	}
@@ -365,7 +366,7 @@ func (w *Workers) apiStatus(p *worker, pod *corev1.Pod, status *podsync.PodStatu
 	}
 	w.mu.Unlock()
 	in := apistatus.Input{Pod: pod, Status: status, Reasons: w.reasons.For(pod.UID), ResizeError: w.reasons.ResizeFor(pod.UID), Previous: prev,
-		RuntimeName: w.o.runtimeName, HostIPs: w.o.hostIPs, Terminal: terminal, Now: w.o.clock.Now()}
+		RuntimeName: w.o.runtimeName, HostIPs: w.o.hostIPs, Terminal: terminal, Now: w.o.clock.Now(), ProberStart: w.started}
 	if w.o.probes != nil {
 		in.Probes = w.o.probes
 	}
