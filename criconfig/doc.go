@@ -38,7 +38,9 @@
 // the container sets none, OOM score adjustment by QoS class, a limit for
 // each huge page size of the node, NoSwap: the swap limit equal to the
 // memory limit on cgroup v1, memory.swap.max 0 on v2); env with field and
-// resource references resolved (FieldRefValue) and $(VAR) expansion of
+// resource references resolved (FieldRefValue), the service variables a
+// container gets (ServiceEnv, ServiceEnvVars: kubelet's
+// getServiceEnvVarMap and envvars.FromServices) and $(VAR) expansion of
 // command and args; labels and annotations (hash, restart count,
 // termination message, grace periods, preStop handler, ports); log path.
 // The real-kubelet tier (test/kubelet) compares both requests field by
@@ -69,7 +71,11 @@
 // # Deliberate differences from kubelet
 //
 //   - Environment order: kubelet builds it in a Go map, so its order is
-//     random per call; podstart keeps envFrom then env in spec order.
+//     random per call; podstart keeps envFrom then env in spec order. Where
+//     two Services would set one variable, ServiceEnv lets the Service
+//     whose name sorts last win (kubelet: a map's order decides). A
+//     Service with a cluster IP and no ports gives no variable (the API
+//     server stores none; kubelet's FromServices would panic).
 //   - DNS options: kubelet merges them through a map (random order);
 //     podstart sorts them.
 //   - subPath mounts: kubelet bind-mounts the checked path under
