@@ -9,11 +9,15 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
+	securejoin "github.com/cyphar/filepath-securejoin"
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstart/podstart/criconfig"
+	"github.com/podstart/podstart/internal/envfile"
 	"github.com/podstart/podstart/internal/expansion"
 	"github.com/podstart/podstart/mounts"
 	"github.com/podstart/podstart/runtime"
@@ -58,25 +62,87 @@ type ContainerEnvResolver interface {
 	ForContainer(pod *corev1.Pod, c *corev1.Container) EnvResolver
 }
 
+// ServiceEnvResolver is an optional interface of an EnvResolver: the
+// variables kubelet's getServiceEnvVarMap adds for Services
+// (KUBERNETES_SERVICE_HOST, FOO_PORT_80_TCP_ADDR, ...; see
+// criconfig.ServiceEnv). apiobjects.Env is one when given a
+// ServiceLister. The Syncer asks once per sync, when it first builds a
+// container's environment, and gives every container started in that
+// sync the same answer: kubelet asks its informer's cache for each
+// container, but a resolver may list from the API server, and one list
+// per sync keeps a pod's containers consistent with each other. An error
+// fails the container, as in kubelet. Without a ServiceEnvResolver no
+// service variable is added, as kubelet without an API client adds none.
+type ServiceEnvResolver interface {
+	ServiceEnv(ctx context.Context, pod *corev1.Pod) (map[string]string, error)
+}
+
 // ErrSkipEnvVar is returned (or wrapped) by EnvResolver.ValueFrom when an
 // optional reference is absent: the variable is not set.
 var ErrSkipEnvVar = errors.New("optional environment variable source absent")
 
+// ErrNotEmptyDir: a fileKeyRef names a volume that is not an emptyDir
+// volume. The API server refuses such a pod; podsync, which takes pods
+// from anywhere, refuses it too rather than read another volume's files
+// with its own privileges.
+var ErrNotEmptyDir = errors.New("referenced volume must be of type emptyDir")
+
+// EnvFileError is a fileKeyRef whose env file cannot be opened, read or
+// parsed. Its message is kubelet's, which leaves out the reason (logged
+// by podsync at error level, as kubelet logs it); Err holds it.
+type EnvFileError struct {
+	Path string // the file on the host
+	Err  error
+}
+
+func (e *EnvFileError) Error() string { return "couldn't parse env file" }
+
+func (e *EnvFileError) Unwrap() error { return e.Err }
+
+// podInputs is what the containers started in one sync share, each part
+// resolved on first need and at most once.
+type podInputs struct {
+	volumes  func() (mounts.VolumeMap, error)
+	services func() (map[string]string, error)
+}
+
+func (s *Syncer) podInputs(ctx context.Context, pod *corev1.Pod) *podInputs {
+	return &podInputs{
+		volumes: sync.OnceValues(func() (mounts.VolumeMap, error) { return s.o.volumes.Volumes(ctx, pod) }),
+		services: sync.OnceValues(func() (map[string]string, error) {
+			if r, ok := s.o.env.(ServiceEnvResolver); ok {
+				return r.ServiceEnv(ctx, pod)
+			}
+			return nil, nil
+		}),
+	}
+}
+
 // Environment is the container's environment as SyncPod sends it, in
 // order, for tools and tests that want to see it without a runtime.
 // podIPs are the pod's IPs (status.podIP and status.podIPs references).
+// Service variables are asked for on each call; the pod's volumes are
+// resolved (WithVolumes) only if a fileKeyRef needs them.
 func (s *Syncer) Environment(ctx context.Context, pod *corev1.Pod, c *corev1.Container, podIPs []string) ([]criconfig.EnvVar, error) {
-	env, _, err := s.environment(ctx, pod, c, podIPs)
+	env, _, err := s.environment(ctx, pod, c, podIPs, s.podInputs(ctx, pod))
 	return env, err
 }
 
-// environment builds the container's environment: envFrom first, then env
-// in order, each value's $(VAR) expanded from what came before, as kubelet
-// does. Field references to the pod's name, namespace, UID, IP, node and
-// service account need no resolver. Keys of one envFrom source are added
-// in sorted order (kubelet's order is a map's, random), so the config is
-// the same from one sync to the next.
-func (s *Syncer) environment(ctx context.Context, pod *corev1.Pod, c *corev1.Container, podIPs []string) ([]criconfig.EnvVar, map[string]string, error) {
+// environment is kubelet's makeEnvironmentVariables: envFrom first, then
+// env in order, each value's $(VAR) expanded from what came before and
+// then from the service variables, as kubelet does; last the service
+// variables that neither set, in sorted order (kubelet appends them after
+// the others, in a map's order). Field references to the pod's name,
+// namespace, UID, IP, node and service account and fileKeyRef need no
+// resolver. Keys of one envFrom source are added in sorted order
+// (kubelet's order is a map's, random), so the config is the same from one
+// sync to the next. The map returned holds every variable, for
+// subPathExpr.
+func (s *Syncer) environment(ctx context.Context, pod *corev1.Pod, c *corev1.Container, podIPs []string, in *podInputs) ([]criconfig.EnvVar, map[string]string, error) {
+	services, err := in.services()
+	if err != nil {
+		return nil, nil, err
+	}
 	env := map[string]string{}
 	var order []string
 	set := func(k, v string) {
@@ -106,11 +172,12 @@ func (s *Syncer) environment(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 			set(src.Prefix+k, vals[k])
 		}
 	}
+	mapping := expansion.MappingFor(env, services)
 	for _, e := range c.Env {
 		if e.ValueFrom == nil || e.Value != "" {
 			// kubelet expands a non-empty value and reads valueFrom only
 			// without one (the API server allows only one of them).
-			set(e.Name, expansion.Expand(e.Value, expansion.MappingFor(env)))
+			set(e.Name, expansion.Expand(e.Value, mapping))
 			continue
 		}
 		v, ok, err := criconfig.FieldRefValue(pod, c, e.ValueFrom, podIPs, s.o.node)
@@ -118,16 +185,15 @@ func (s *Syncer) environment(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 			return nil, nil, err
 		}
 		if !ok {
-			if e.ValueFrom.FileKeyRef != nil {
-				// EnvFiles is on by default since v1.35: kubelet reads the
-				// key from a file in the pod's emptyDir volume.
-				return nil, nil, fmt.Errorf("environment variable %q of container %q uses fileKeyRef, which podsync does not resolve: %w", e.Name, c.Name, criconfig.ErrUnsupported)
-			}
-			if resolver == nil {
-				return nil, nil, fmt.Errorf("environment variable %q of container %q uses valueFrom, which needs an EnvResolver (podsync.WithEnvResolver)", e.Name, c.Name)
-			}
 			var err error
-			if v, err = resolver.ValueFrom(ctx, pod, c, e); errors.Is(err, ErrSkipEnvVar) {
+			if ref := e.ValueFrom.FileKeyRef; ref != nil {
+				v, err = s.fileKeyValue(ctx, pod, c, e.Name, ref, in)
+			} else if resolver == nil {
+				return nil, nil, fmt.Errorf("environment variable %q of container %q uses valueFrom, which needs an EnvResolver (podsync.WithEnvResolver)", e.Name, c.Name)
+			} else {
+				v, err = resolver.ValueFrom(ctx, pod, c, e)
+			}
+			if errors.Is(err, ErrSkipEnvVar) {
 				continue
 			} else if err != nil {
 				return nil, nil, err
@@ -135,11 +201,70 @@ func (s *Syncer) environment(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 		}
 		set(e.Name, v)
 	}
+	if len(services) > 0 {
+		names := make([]string, 0, len(services))
+		for k := range services {
+			if _, ok := env[k]; !ok {
+				names = append(names, k)
+			}
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			set(k, services[k])
+		}
+	}
 	kv := make([]criconfig.EnvVar, 0, len(order))
 	for _, k := range order {
 		kv = append(kv, criconfig.EnvVar{Name: k, Value: env[k]})
 	}
 	return kv, env, nil
+}
+
+// fileKeyValue is kubelet's fileKeyRef (EnvFiles, beta and on since
+// v1.35): the key's value in the env file at the reference's path inside
+// the named volume, as mounted on the host, the path resolved within the
+// volume (symlinks included) as kubelet's securejoin does, and the file
+// opened scoped to the volume. A key the file
+// does not set, or sets to "", is left out when optional and an error
+// otherwise, as in kubelet; an optional reference does not excuse a file
+// that is missing or malformed.
+func (s *Syncer) fileKeyValue(ctx context.Context, pod *corev1.Pod, c *corev1.Container, name string, ref *corev1.FileKeySelector, in *podInputs) (string, error) {
+	vols, err := in.volumes()
+	if err != nil {
+		return "", err
+	}
+	vol, ok := vols[ref.VolumeName]
+	if !ok || vol.HostPath == "" {
+		return "", fmt.Errorf("cannot find the volume %q referenced by FileKeyRef", ref.VolumeName)
+	}
+	if !isEmptyDir(pod, ref.VolumeName) {
+		return "", fmt.Errorf("environment variable %q of container %q: fileKeyRef volume %q: %w", name, c.Name, ref.VolumeName, ErrNotEmptyDir)
+	}
+	path, err := securejoin.SecureJoin(vol.HostPath, ref.Path)
+	if err != nil {
+		return "", err
+	}
+	v, err := envfile.LookupInRoot(vol.HostPath, ref.Path, path, ref.Key)
+	if err != nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "Failed to parse env file", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name)
+		return "", &EnvFileError{Path: path, Err: err}
+	}
+	if v == "" {
+		if ref.Optional != nil && *ref.Optional {
+			return "", ErrSkipEnvVar
+		}
+		return "", fmt.Errorf("environment variable key %q not found in file %q", ref.Key, path)
+	}
+	return v, nil
+}
+
+func isEmptyDir(pod *corev1.Pod, volume string) bool {
+	for i := range pod.Spec.Volumes {
+		if v := &pod.Spec.Volumes[i]; v.Name == volume {
+			return v.EmptyDir != nil
+		}
+	}
+	return false
 }
 
 // restartCountFromLogs is kubelet's calcRestartCountByLogDir, its
@@ -167,12 +292,12 @@ func restartCountFromLogs(dir string) int {
 
 // containerConfig is kubelet's generateContainerConfig: the environment,
 // the mounts and the image's user, then criconfig.ContainerConfig.
-func (s *Syncer) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, restartCount int, imageRef string, podIPs []string, volumes func() (mounts.VolumeMap, error)) (*runtimeapi.ContainerConfig, error) {
-	envs, envMap, err := s.environment(ctx, pod, c, podIPs)
+func (s *Syncer) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, restartCount int, imageRef string, podIPs []string, in *podInputs) (*runtimeapi.ContainerConfig, error) {
+	envs, envMap, err := s.environment(ctx, pod, c, podIPs, in)
 	if err != nil {
 		return nil, err
 	}
-	vols, err := volumes()
+	vols, err := in.volumes()
 	if err != nil {
 		return nil, err
 	}

@@ -114,14 +114,34 @@
 // user; podstart takes it from NewUserNamespaces's arguments.
 //
 // A container's environment is kubelet's makeEnvironmentVariables (see
-// Syncer.Environment): envFrom, then env in order with $(VAR) expanded,
-// field and resource references resolved here, Secret and ConfigMap
-// references through an EnvResolver (apiobjects.Env), an optional one
-// that is absent leaving its variable out (ErrSkipEnvVar). Keys of one
-// envFrom source go in sorted order (kubelet's is a map's). fileKeyRef
-// (EnvFiles, on by default since v1.35) is refused with an error naming
-// it (criconfig.ErrUnsupported); service link variables
-// (enableServiceLinks) are not added, as podsync has no Service lister.
+// Syncer.Environment): envFrom, then env in order with $(VAR) expanded
+// (from the variables before it, then the service variables), field and
+// resource references resolved here, Secret and ConfigMap references
+// through an EnvResolver (apiobjects.Env), an optional one that is absent
+// leaving its variable out (ErrSkipEnvVar); then the service variables
+// that neither envFrom nor env set. Keys of one envFrom source, and the
+// service variables, go in sorted order (kubelet's is a map's).
+//
+// Service variables (kubelet's getServiceEnvVarMap: the "kubernetes"
+// Service of "default" always, the pod namespace's Services with
+// enableServiceLinks; criconfig.ServiceEnv) come from an EnvResolver that
+// is a ServiceEnvResolver (apiobjects.Env with Services), asked once per
+// sync. Without one none is added, as kubelet without an API client adds
+// none; a pod that reads KUBERNETES_SERVICE_HOST (client-go's in-cluster
+// config) then cannot find the API server.
+//
+// fileKeyRef (EnvFiles, beta and on since v1.35) is kubelet's: the key
+// read from the env file at the path inside the named volume as the
+// VolumeProvider mounted it (resolved once per sync, on first need), with
+// kubelet's parser (single-quoted values, 64 KiB lines), messages ("couldn't
+// parse env file", an *EnvFileError; "environment variable key %q not
+// found in file %q"; "cannot find the volume %q referenced by FileKeyRef")
+// and its reading of an empty value as a missing key. Two differences,
+// both for pods the API server would not have accepted or that would
+// hang kubelet: a volume that is not an emptyDir is refused
+// (ErrNotEmptyDir, the API server's rule), and the file is opened scoped
+// to its volume and read only if it is a regular file (a FIFO blocks
+// kubelet for ever).
 //
 // SyncPod takes pods from anywhere, not only from the API server, so it
 // first refuses (Result.SyncError matching mounts.ErrInvalidName, nothing

@@ -384,17 +384,9 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 		podIP = podIPs[0]
 	}
 
-	// The pod's volumes are resolved once per sync, on first need.
-	var vols mounts.VolumeMap
-	var volErr error
-	resolved := false
-	volumes := func() (mounts.VolumeMap, error) {
-		if !resolved {
-			vols, volErr = s.o.volumes.Volumes(ctx, pod)
-			resolved = true
-		}
-		return vols, volErr
-	}
+	// The pod's volumes and service variables are resolved once per
+	// sync, on first need.
+	inputs := s.podInputs(ctx, pod)
 	start := func(kind string, c *corev1.Container) error {
 		sr := result.add(ActionStartContainer, c.Name)
 		t0 := s.o.clock.Now()
@@ -403,7 +395,7 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 			sr.Err, sr.Message = &BackOffError{Reason: ErrCrashLoopBackOff, Until: until}, msg
 			return sr.Err
 		}
-		msg, err := s.startContainer(ctx, sandboxID, sandboxConfig, c, pod, status, pullSecrets, podIP, podIPs, volumes)
+		msg, err := s.startContainer(ctx, sandboxID, sandboxConfig, c, pod, status, pullSecrets, podIP, podIPs, inputs)
 		if err != nil {
 			sr.Err, sr.Message = err, msg
 			log.V(2).Info("Failed to start "+kind, "container", c.Name, "err", err, "message", msg)
@@ -502,7 +494,7 @@ func (s *Syncer) createSandbox(ctx context.Context, pod *corev1.Pod, cfg *runtim
 }
 
 // startContainer is kubelet's: pull, create, start, post-start hook.
-func (s *Syncer) startContainer(ctx context.Context, sandboxID string, sandboxConfig *runtimeapi.PodSandboxConfig, c *corev1.Container, pod *corev1.Pod, status *PodStatus, pullSecrets []corev1.Secret, podIP string, podIPs []string, volumes func() (mounts.VolumeMap, error)) (string, error) {
+func (s *Syncer) startContainer(ctx context.Context, sandboxID string, sandboxConfig *runtimeapi.PodSandboxConfig, c *corev1.Container, pod *corev1.Pod, status *PodStatus, pullSecrets []corev1.Secret, podIP string, podIPs []string, inputs *podInputs) (string, error) {
 	ref := images.ContainerRef(pod, c)
 	var imageRef, msg string
 	err := s.traced("pull", c.Name, func() (err error) {
@@ -533,7 +525,7 @@ func (s *Syncer) startContainer(ctx context.Context, sandboxID string, sandboxCo
 	}
 	var id string
 	err = s.traced("create", c.Name, func() error {
-		cfg, err := s.containerConfig(ctx, pod, c, restartCount, imageRef, podIPs, volumes)
+		cfg, err := s.containerConfig(ctx, pod, c, restartCount, imageRef, podIPs, inputs)
 		if err != nil {
 			msg = err.Error()
 			return stepError(ErrCreateContainerConfig, err)
