@@ -10,7 +10,8 @@
 //     as kubelet's token manager does;
 //   - environment values and envFrom sources from Secrets and ConfigMaps
 //     (a podsync.EnvResolver), with kubelet's optional and missing-key rules
-//     and messages;
+//     and messages, and the service variables kubelet adds from Services
+//     (KUBERNETES_SERVICE_HOST, ...; a podsync.ServiceEnvResolver);
 //   - image pull secrets, as kubelet's getPullSecretsForPod gathers them.
 //
 // Volumes (Volumes, and the payload builders SecretPayload,
@@ -40,17 +41,21 @@
 //   - Node allocatable for resourceFieldRef items is given once
 //     (WithNodeAllocatable); kubelet reads the Node each time.
 //
-// Objects come from a Source: an informer's lister, an API client, or a
-// map in a test. The package never imports client-go; a node agent adapts
-// its client in a few lines (see examples/nodeagent). Objects is a Source
-// in memory.
+// Objects come from a Source (and Services from a ServiceLister): an
+// informer's lister, an API client, or a map in a test. The package never
+// imports client-go; a node agent adapts its client in a few lines (see
+// examples/nodeagent). Objects is a Source and a ServiceLister in memory.
 //
 // # Differences from kubelet
 //
-//   - Env: podsync adds the keys of one envFrom source in sorted order
-//     (kubelet's order is a map's). fileKeyRef (EnvFiles, on by default
-//     since v1.35) is refused by podsync, not resolved. Service link
-//     variables (enableServiceLinks) are not added by podsync.
+//   - Env: podsync adds the keys of one envFrom source, and the service
+//     variables, in sorted order (kubelet's order is a map's). A pod whose
+//     enableServiceLinks is unset gets its namespace's service variables,
+//     as the API server's default (true) gives them; kubelet, which never
+//     sees such a pod, refuses it. Services are listed once per sync and
+//     per namespace through Env.Services (kubelet reads its informer's
+//     cache for each container); without Services no service variable is
+//     added, as kubelet without an API client adds none.
 //   - PullSecrets: a fetch that fails because the context ended returns
 //     the context's error, with no event. The service account's
 //     imagePullSecrets are read only when asked (PullSecrets.ServiceAccounts):

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/podstart/podstart/criconfig"
 	"github.com/podstart/podstart/podsync"
 )
 
@@ -34,8 +35,79 @@ import (
 //
 // A nil Source answers kubelet's "no kubeClient defined" error, matching
 // ErrNoSource. Errors name objects and keys, never a value.
+//
+// With Services set, Env is also a podsync.ServiceEnvResolver: the
+// variables of kubelet's getServiceEnvVarMap (criconfig.ServiceEnv), from
+// the "kubernetes" Service of the "default" namespace always, and from
+// the Services of the pod's namespace when its enableServiceLinks is true
+// or unset (the API server's default; kubelet, which only sees defaulted
+// pods, refuses an unset one). A pod using client-go's in-cluster config
+// needs KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT from them.
+// Without Services no service variable is added, as kubelet without an
+// API client adds none.
 type Env struct {
 	Source Source
+	// Services lists Services for service variables; nil adds none.
+	Services ServiceLister
+	// ServicesSynced, when set, says whether Services has read the
+	// Services at least once (an informer's HasSynced). Until it has, a
+	// pod that did not come from a file or URL (its
+	// kubernetes.io/config.source annotation missing or "api") gets
+	// kubelet's error (ErrServicesNotSynced) rather than an environment
+	// without KUBERNETES_SERVICE_HOST; a static pod goes ahead.
+	ServicesSynced func() bool
+}
+
+// ServiceLister lists a namespace's Services (an informer's lister, an
+// API client). Env asks for "default" and, with service links, for the
+// pod's namespace.
+type ServiceLister interface {
+	ListServices(ctx context.Context, namespace string) ([]*corev1.Service, error)
+}
+
+// ErrServicesNotSynced is kubelet's refusal to build the environment of an
+// API pod before the Services were read once (Env.ServicesSynced).
+var ErrServicesNotSynced = errors.New("services have not yet been read at least once, cannot construct envvars")
+
+// ErrListServices matches a failure of Env.Services. The message is
+// kubelet's, which leaves out the lister's error; errors.Unwrap and
+// errors.As reach it.
+var ErrListServices = errors.New("failed to list services when setting up env vars")
+
+type listServicesError struct{ err error }
+
+func (e *listServicesError) Error() string   { return ErrListServices.Error() }
+func (e *listServicesError) Unwrap() []error { return []error{ErrListServices, e.err} }
+
+// ServiceEnv answers the pod's service variables
+// (podsync.ServiceEnvResolver); nil without Services.
+func (e Env) ServiceEnv(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
+	if e.Services == nil {
+		return nil, nil
+	}
+	if e.ServicesSynced != nil && !isStaticPod(pod) && !e.ServicesSynced() {
+		return nil, ErrServicesNotSynced
+	}
+	links := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks
+	services, err := e.Services.ListServices(ctx, criconfig.MasterServiceNamespace)
+	if err != nil {
+		return nil, &listServicesError{err}
+	}
+	if links && pod.Namespace != criconfig.MasterServiceNamespace {
+		more, err := e.Services.ListServices(ctx, pod.Namespace)
+		if err != nil {
+			return nil, &listServicesError{err}
+		}
+		services = append(services, more...)
+	}
+	return criconfig.ServiceEnv(pod.Namespace, links, services), nil
+}
+
+// isStaticPod is kubelet's kubetypes.IsStaticPod: a config source
+// annotation other than "api".
+func isStaticPod(pod *corev1.Pod) bool {
+	src, ok := pod.Annotations["kubernetes.io/config.source"]
+	return ok && src != "api"
 }
 
 // ErrNoSource: an Env without a Source met a reference to an object.
@@ -202,4 +274,5 @@ func (s *envScope) EnvFrom(ctx context.Context, pod *corev1.Pod, c *corev1.Conta
 var (
 	_ podsync.EnvResolver          = Env{}
 	_ podsync.ContainerEnvResolver = Env{}
+	_ podsync.ServiceEnvResolver   = Env{}
 )

@@ -82,13 +82,55 @@ func secretEnvFrom(prefix, name string, optional bool) corev1.EnvFromSource {
 		LocalObjectReference: corev1.LocalObjectReference{Name: name}, Optional: &optional}}
 }
 
+// kubeletServices are the Services of kubelet's
+// TestMakeEnvironmentVariables.
+func kubeletServices() *apiobjects.Objects {
+	build := func(name, ns, ip string, port int32) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: corev1.ServiceSpec{ClusterIP: ip, Ports: []corev1.ServicePort{{Protocol: "TCP", Port: port}}}}
+	}
+	var objs apiobjects.Objects
+	for _, svc := range []*corev1.Service{
+		build("kubernetes", metav1.NamespaceDefault, "1.2.3.1", 8081),
+		build("test", "test1", "1.2.3.3", 8083),
+		build("kubernetes", "test2", "1.2.3.4", 8084),
+		build("test", "test2", "1.2.3.5", 8085),
+		build("test-none", "test2", "None", 8085),
+		build("test-empty", "test2", "", 8085),
+		build("not-special", metav1.NamespaceDefault, "1.2.3.8", 8088),
+		build("not-special-none", metav1.NamespaceDefault, "None", 8088),
+		build("not-special-empty", metav1.NamespaceDefault, "", 8088),
+	} {
+		objs.SetService(svc)
+	}
+	return &objs
+}
+
+// svcVars are the seven variables kubelet's expectations list for a
+// Service with one unnamed TCP port.
+func svcVars(prefix, ip, port string) []criconfig.EnvVar {
+	url := "tcp://" + ip + ":" + port
+	p := prefix + "_PORT_" + port + "_TCP"
+	return []criconfig.EnvVar{
+		{Name: prefix + "_SERVICE_HOST", Value: ip}, {Name: prefix + "_SERVICE_PORT", Value: port},
+		{Name: prefix + "_PORT", Value: url}, {Name: p, Value: url}, {Name: p + "_PROTO", Value: "tcp"},
+		{Name: p + "_PORT", Value: port}, {Name: p + "_ADDR", Value: ip},
+	}
+}
+
+// master is the default namespace's "kubernetes" Service's variables.
+func master(more ...criconfig.EnvVar) []criconfig.EnvVar {
+	return append(svcVars("KUBERNETES", "1.2.3.1", "8081"), more...)
+}
+
 // kubelet's TestMakeEnvironmentVariables (v1.36.3, kubelet_pods_test.go),
-// the cases about ConfigMaps and Secrets, through podsync's environment.
-// kubelet's expectations also list the service links of the "kubernetes"
-// Service (KUBERNETES_SERVICE_HOST, ...), which podsync does not add
-// (no Service lister); they are left out here. kubelet's fake serves its
-// one object whatever name is asked; here each object has the name its
-// reference uses.
+// the cases about ConfigMaps and Secrets, through podsync's environment,
+// with kubelet's Services (Env.Services) where kubelet's case has a
+// Service lister (noServices: kubelet's nilLister), so the expectations
+// hold the "kubernetes" Service's variables as kubelet's do. Service links
+// are off (kubelet's enableServiceLinks false) unless links is set.
+// kubelet's fake serves its one object whatever name is asked; here each
+// object has the name its reference uses.
 func TestEnvKubeletCases(t *testing.T) {
 	literal := []corev1.EnvVar{
 		{Name: "TEST_LITERAL", Value: "test-test-test"},
@@ -100,35 +142,41 @@ func TestEnvKubeletCases(t *testing.T) {
 	testSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "test1", Name: "test-secret"},
 		Data: map[string][]byte{"REPLACE_ME": []byte("FROM_SECRET"), "DUPE_TEST": []byte("SECRET")}}
 	tests := []struct {
-		name      string
-		ns        string
-		container corev1.Container
-		configMap *corev1.ConfigMap
-		secret    *corev1.Secret
-		want      []criconfig.EnvVar
-		wantErr   string
+		name       string
+		ns         string
+		links      bool
+		noServices bool
+		container  corev1.Container
+		configMap  *corev1.ConfigMap
+		secret     *corev1.Secret
+		want       []criconfig.EnvVar
+		wantErr    string
 	}{
 		{
 			name:      "configmapkeyref_missing_optional",
 			ns:        "test",
 			container: corev1.Container{Env: []corev1.EnvVar{cmKeyRef("POD_NAME", "missing-config-map", "key", true)}},
+			want:      master(),
 		},
 		{
-			name:      "configmapkeyref_missing_key_optional",
-			ns:        "test",
-			container: corev1.Container{Env: []corev1.EnvVar{cmKeyRef("POD_NAME", "test-config-map", "key", true)}},
-			configMap: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "test", Name: "test-config-map"}, Data: map[string]string{"a": "b"}},
+			name:       "configmapkeyref_missing_key_optional",
+			ns:         "test",
+			noServices: true,
+			container:  corev1.Container{Env: []corev1.EnvVar{cmKeyRef("POD_NAME", "test-config-map", "key", true)}},
+			configMap:  &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "test", Name: "test-config-map"}, Data: map[string]string{"a": "b"}},
 		},
 		{
 			name:      "secretkeyref_missing_optional",
 			ns:        "test",
 			container: corev1.Container{Env: []corev1.EnvVar{secretKeyRef("POD_NAME", "missing-secret", "key", true)}},
+			want:      master(),
 		},
 		{
-			name:      "secretkeyref_missing_key_optional",
-			ns:        "test",
-			container: corev1.Container{Env: []corev1.EnvVar{secretKeyRef("POD_NAME", "test-secret", "key", true)}},
-			secret:    &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "test", Name: "test-secret"}, Data: map[string][]byte{"a": []byte("b")}},
+			name:       "secretkeyref_missing_key_optional",
+			ns:         "test",
+			noServices: true,
+			container:  corev1.Container{Env: []corev1.EnvVar{secretKeyRef("POD_NAME", "test-secret", "key", true)}},
+			secret:     &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "test", Name: "test-secret"}, Data: map[string][]byte{"a": []byte("b")}},
 		},
 		{
 			name: "configmap",
@@ -138,14 +186,14 @@ func TestEnvKubeletCases(t *testing.T) {
 				Env:     literal,
 			},
 			configMap: testConfigMap,
-			want: []criconfig.EnvVar{
-				{Name: "TEST_LITERAL", Value: "test-test-test"},
-				{Name: "REPLACE_ME", Value: "FROM_CONFIG_MAP"},
-				{Name: "EXPANSION_TEST", Value: "FROM_CONFIG_MAP"},
-				{Name: "DUPE_TEST", Value: "ENV_VAR"},
-				{Name: "p_REPLACE_ME", Value: "FROM_CONFIG_MAP"},
-				{Name: "p_DUPE_TEST", Value: "CONFIG_MAP"},
-			},
+			want: master(
+				criconfig.EnvVar{Name: "TEST_LITERAL", Value: "test-test-test"},
+				criconfig.EnvVar{Name: "REPLACE_ME", Value: "FROM_CONFIG_MAP"},
+				criconfig.EnvVar{Name: "EXPANSION_TEST", Value: "FROM_CONFIG_MAP"},
+				criconfig.EnvVar{Name: "DUPE_TEST", Value: "ENV_VAR"},
+				criconfig.EnvVar{Name: "p_REPLACE_ME", Value: "FROM_CONFIG_MAP"},
+				criconfig.EnvVar{Name: "p_DUPE_TEST", Value: "CONFIG_MAP"},
+			),
 		},
 		{
 			name: "configmap allow prefix to start with a digital",
@@ -155,14 +203,14 @@ func TestEnvKubeletCases(t *testing.T) {
 				Env:     literal,
 			},
 			configMap: testConfigMap,
-			want: []criconfig.EnvVar{
-				{Name: "TEST_LITERAL", Value: "test-test-test"},
-				{Name: "REPLACE_ME", Value: "FROM_CONFIG_MAP"},
-				{Name: "EXPANSION_TEST", Value: "FROM_CONFIG_MAP"},
-				{Name: "DUPE_TEST", Value: "ENV_VAR"},
-				{Name: "1_REPLACE_ME", Value: "FROM_CONFIG_MAP"},
-				{Name: "1_DUPE_TEST", Value: "CONFIG_MAP"},
-			},
+			want: master(
+				criconfig.EnvVar{Name: "TEST_LITERAL", Value: "test-test-test"},
+				criconfig.EnvVar{Name: "REPLACE_ME", Value: "FROM_CONFIG_MAP"},
+				criconfig.EnvVar{Name: "EXPANSION_TEST", Value: "FROM_CONFIG_MAP"},
+				criconfig.EnvVar{Name: "DUPE_TEST", Value: "ENV_VAR"},
+				criconfig.EnvVar{Name: "1_REPLACE_ME", Value: "FROM_CONFIG_MAP"},
+				criconfig.EnvVar{Name: "1_DUPE_TEST", Value: "CONFIG_MAP"},
+			),
 		},
 		{
 			name:      "configmap_missing",
@@ -174,13 +222,14 @@ func TestEnvKubeletCases(t *testing.T) {
 			name:      "configmap_missing_optional",
 			ns:        "test",
 			container: corev1.Container{EnvFrom: []corev1.EnvFromSource{cmEnvFrom("", "missing-config-map", true)}},
+			want:      master(),
 		},
 		{
 			name:      "configmap_invalid_keys_valid",
 			ns:        "test",
 			container: corev1.Container{EnvFrom: []corev1.EnvFromSource{cmEnvFrom("p_", "test-config-map", false)}},
 			configMap: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "test", Name: "test-config-map"}, Data: map[string]string{"1234": "abc"}},
-			want:      []criconfig.EnvVar{{Name: "p_1234", Value: "abc"}},
+			want:      master(criconfig.EnvVar{Name: "p_1234", Value: "abc"}),
 		},
 		{
 			name: "secret",
@@ -190,14 +239,14 @@ func TestEnvKubeletCases(t *testing.T) {
 				Env:     literal,
 			},
 			secret: testSecret,
-			want: []criconfig.EnvVar{
-				{Name: "TEST_LITERAL", Value: "test-test-test"},
-				{Name: "REPLACE_ME", Value: "FROM_SECRET"},
-				{Name: "EXPANSION_TEST", Value: "FROM_SECRET"},
-				{Name: "DUPE_TEST", Value: "ENV_VAR"},
-				{Name: "p_REPLACE_ME", Value: "FROM_SECRET"},
-				{Name: "p_DUPE_TEST", Value: "SECRET"},
-			},
+			want: master(
+				criconfig.EnvVar{Name: "TEST_LITERAL", Value: "test-test-test"},
+				criconfig.EnvVar{Name: "REPLACE_ME", Value: "FROM_SECRET"},
+				criconfig.EnvVar{Name: "EXPANSION_TEST", Value: "FROM_SECRET"},
+				criconfig.EnvVar{Name: "DUPE_TEST", Value: "ENV_VAR"},
+				criconfig.EnvVar{Name: "p_REPLACE_ME", Value: "FROM_SECRET"},
+				criconfig.EnvVar{Name: "p_DUPE_TEST", Value: "SECRET"},
+			),
 		},
 		{
 			name:      "secret_missing",
@@ -209,38 +258,79 @@ func TestEnvKubeletCases(t *testing.T) {
 			name:      "secret_missing_optional",
 			ns:        "test",
 			container: corev1.Container{EnvFrom: []corev1.EnvFromSource{secretEnvFrom("", "missing-secret", true)}},
+			want:      master(),
 		},
 		{
 			name:      "secret_invalid_keys_valid",
 			ns:        "test",
 			container: corev1.Container{EnvFrom: []corev1.EnvFromSource{secretEnvFrom("p_", "test-secret", false)}},
 			secret:    &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "test", Name: "test-secret"}, Data: map[string][]byte{"1234.name": []byte("abc")}},
-			want:      []criconfig.EnvVar{{Name: "p_1234.name", Value: "abc"}},
+			want:      master(criconfig.EnvVar{Name: "p_1234.name", Value: "abc"}),
+		},
+		{
+			name:  "configmap, service env vars",
+			ns:    "test1",
+			links: true,
+			container: corev1.Container{
+				EnvFrom: []corev1.EnvFromSource{cmEnvFrom("", "test-config-map", false), cmEnvFrom("p_", "test-config-map", false)},
+				Env:     literal,
+			},
+			configMap: testConfigMap,
+			want: append(master(
+				criconfig.EnvVar{Name: "TEST_LITERAL", Value: "test-test-test"},
+				criconfig.EnvVar{Name: "REPLACE_ME", Value: "FROM_CONFIG_MAP"},
+				criconfig.EnvVar{Name: "EXPANSION_TEST", Value: "FROM_CONFIG_MAP"},
+				criconfig.EnvVar{Name: "DUPE_TEST", Value: "ENV_VAR"},
+				criconfig.EnvVar{Name: "p_REPLACE_ME", Value: "FROM_CONFIG_MAP"},
+				criconfig.EnvVar{Name: "p_DUPE_TEST", Value: "CONFIG_MAP"},
+			), svcVars("TEST", "1.2.3.3", "8083")...),
+		},
+		{
+			name:  "secret, service env vars",
+			ns:    "test1",
+			links: true,
+			container: corev1.Container{
+				EnvFrom: []corev1.EnvFromSource{secretEnvFrom("", "test-secret", false), secretEnvFrom("p_", "test-secret", false)},
+				Env:     literal,
+			},
+			secret: testSecret,
+			want: append(master(
+				criconfig.EnvVar{Name: "TEST_LITERAL", Value: "test-test-test"},
+				criconfig.EnvVar{Name: "REPLACE_ME", Value: "FROM_SECRET"},
+				criconfig.EnvVar{Name: "EXPANSION_TEST", Value: "FROM_SECRET"},
+				criconfig.EnvVar{Name: "DUPE_TEST", Value: "ENV_VAR"},
+				criconfig.EnvVar{Name: "p_REPLACE_ME", Value: "FROM_SECRET"},
+				criconfig.EnvVar{Name: "p_DUPE_TEST", Value: "SECRET"},
+			), svcVars("TEST", "1.2.3.3", "8083")...),
 		},
 		// The non-optional branches of the same code, with kubelet's messages.
 		{
-			name:      "configmapkeyref_missing",
-			ns:        "test",
-			container: corev1.Container{Env: []corev1.EnvVar{cmKeyRef("POD_NAME", "missing-config-map", "key", false)}},
-			wantErr:   `configmap "missing-config-map" not found`,
+			name:       "configmapkeyref_missing",
+			ns:         "test",
+			noServices: true,
+			container:  corev1.Container{Env: []corev1.EnvVar{cmKeyRef("POD_NAME", "missing-config-map", "key", false)}},
+			wantErr:    `configmap "missing-config-map" not found`,
 		},
 		{
-			name:      "configmapkeyref_missing_key",
-			ns:        "test",
-			container: corev1.Container{Env: []corev1.EnvVar{cmKeyRef("POD_NAME", "test-config-map", "key", false)}},
-			configMap: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "test", Name: "test-config-map"}, Data: map[string]string{"a": "b"}},
-			wantErr:   "couldn't find key key in ConfigMap test/test-config-map",
+			name:       "configmapkeyref_missing_key",
+			ns:         "test",
+			noServices: true,
+			container:  corev1.Container{Env: []corev1.EnvVar{cmKeyRef("POD_NAME", "test-config-map", "key", false)}},
+			configMap:  &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "test", Name: "test-config-map"}, Data: map[string]string{"a": "b"}},
+			wantErr:    "couldn't find key key in ConfigMap test/test-config-map",
 		},
 		{
-			name:      "secretkeyref_missing_key",
-			ns:        "test",
-			container: corev1.Container{Env: []corev1.EnvVar{secretKeyRef("POD_NAME", "test-secret", "key", false)}},
-			secret:    &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "test", Name: "test-secret"}, Data: map[string][]byte{"a": []byte("hunter2")}},
-			wantErr:   "couldn't find key key in Secret test/test-secret",
+			name:       "secretkeyref_missing_key",
+			ns:         "test",
+			noServices: true,
+			container:  corev1.Container{Env: []corev1.EnvVar{secretKeyRef("POD_NAME", "test-secret", "key", false)}},
+			secret:     &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "test", Name: "test-secret"}, Data: map[string][]byte{"a": []byte("hunter2")}},
+			wantErr:    "couldn't find key key in Secret test/test-secret",
 		},
 		{
-			name: "keyrefs found, BinaryData not read by envFrom",
-			ns:   "test",
+			name:       "keyrefs found, BinaryData not read by envFrom",
+			ns:         "test",
+			noServices: true,
 			container: corev1.Container{
 				EnvFrom: []corev1.EnvFromSource{cmEnvFrom("", "test-config-map", false)},
 				Env:     []corev1.EnvVar{cmKeyRef("FROM_CM", "test-config-map", "a", false), secretKeyRef("FROM_SECRET", "test-secret", "a", false)},
@@ -251,8 +341,9 @@ func TestEnvKubeletCases(t *testing.T) {
 			want:   []criconfig.EnvVar{{Name: "a", Value: "b"}, {Name: "FROM_CM", Value: "b"}, {Name: "FROM_SECRET", Value: "s3cr3t"}},
 		},
 		{
-			name: "optional key absent: the envFrom value of that name stays",
-			ns:   "test",
+			name:       "optional key absent: the envFrom value of that name stays",
+			ns:         "test",
+			noServices: true,
 			container: corev1.Container{
 				EnvFrom: []corev1.EnvFromSource{cmEnvFrom("", "test-config-map", false)},
 				Env:     []corev1.EnvVar{cmKeyRef("a", "test-config-map", "absent", true)},
@@ -271,7 +362,14 @@ func TestEnvKubeletCases(t *testing.T) {
 				objs.SetSecret(tt.secret)
 			}
 			tt.container.Name = "test-container"
-			got, err := envSyncer(t, &objs).Environment(context.Background(), envPod(tt.ns), &tt.container, nil)
+			env := apiobjects.Env{Source: &objs}
+			if !tt.noServices {
+				env.Services = kubeletServices()
+			}
+			pod := envPod(tt.ns)
+			pod.Spec.EnableServiceLinks = &tt.links
+			s := podsync.NewSyncer(fake.New(), nil, podsync.WithRootDir(t.TempDir()), podsync.WithEnvResolver(env))
+			got, err := s.Environment(context.Background(), pod, &tt.container, nil)
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("error %v, want %q", err, tt.wantErr)

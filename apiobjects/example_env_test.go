@@ -73,3 +73,46 @@ func ExamplePullSecrets() {
 	// 1 regcred
 	// Warning FailedToRetrieveImagePullSecret Unable to retrieve some image pull secrets (old-cred); attempting to pull the image may not succeed.
 }
+
+// With Services, Env adds the variables kubelet adds for Services: the API
+// server's always (what client-go's in-cluster config reads), the pod
+// namespace's with enableServiceLinks.
+func ExampleEnv_ServiceEnv() {
+	var objs apiobjects.Objects
+	objs.SetService(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes"},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.1", Ports: []corev1.ServicePort{{Name: "https", Port: 443}}}})
+	objs.SetService(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "redis"},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.96.7.7", Ports: []corev1.ServicePort{{Port: 6379}}}})
+	syncer := podsync.NewSyncer(fake.New(), nil, podsync.WithEnvResolver(apiobjects.Env{Source: &objs, Services: &objs}))
+
+	links := false
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web"},
+		Spec: corev1.PodSpec{EnableServiceLinks: &links}}
+	app := &corev1.Container{Name: "app", Env: []corev1.EnvVar{{Name: "API", Value: "https://$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)"}}}
+	env, err := syncer.Environment(context.Background(), pod, app, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, e := range env {
+		fmt.Printf("%s=%s\n", e.Name, e.Value)
+	}
+	links = true
+	env, _ = syncer.Environment(context.Background(), pod, app, nil)
+	for _, e := range env {
+		if e.Name == "REDIS_SERVICE_HOST" {
+			fmt.Printf("with service links: %d variables, %s=%s\n", len(env), e.Name, e.Value)
+		}
+	}
+	// Output:
+	// API=https://10.96.0.1:443
+	// KUBERNETES_PORT=tcp://10.96.0.1:443
+	// KUBERNETES_PORT_443_TCP=tcp://10.96.0.1:443
+	// KUBERNETES_PORT_443_TCP_ADDR=10.96.0.1
+	// KUBERNETES_PORT_443_TCP_PORT=443
+	// KUBERNETES_PORT_443_TCP_PROTO=tcp
+	// KUBERNETES_SERVICE_HOST=10.96.0.1
+	// KUBERNETES_SERVICE_PORT=443
+	// KUBERNETES_SERVICE_PORT_HTTPS=443
+	// with service links: 16 variables, REDIS_SERVICE_HOST=10.96.7.7
+}

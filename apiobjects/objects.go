@@ -2,6 +2,7 @@ package apiobjects
 
 import (
 	"context"
+	"sort"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,7 +14,7 @@ import (
 // own). It answers a missing object with the NotFound error kubelet's
 // secret and configmap managers give (`secret "name" not found`), so
 // messages built on it read as kubelet's. It also gives ServiceAccounts
-// (ServiceAccountGetter). The zero value is empty and ready; it is safe
+// (ServiceAccountGetter) and Services (ServiceLister). The zero value is empty and ready; it is safe
 // for concurrent use and must not be copied after first use. Objects are
 // copied in and out, so neither side sees the other's changes.
 type Objects struct {
@@ -21,6 +22,7 @@ type Objects struct {
 	secrets         map[objectKey]*corev1.Secret
 	configMaps      map[objectKey]*corev1.ConfigMap
 	serviceAccounts map[objectKey]*corev1.ServiceAccount
+	services        map[objectKey]*corev1.Service
 }
 
 type objectKey struct{ namespace, name string }
@@ -54,6 +56,40 @@ func (o *Objects) SetServiceAccount(sa *corev1.ServiceAccount) {
 		o.serviceAccounts = map[objectKey]*corev1.ServiceAccount{}
 	}
 	o.serviceAccounts[objectKey{sa.Namespace, sa.Name}] = sa.DeepCopy()
+}
+
+// SetService adds or replaces a Service, by its namespace and name.
+func (o *Objects) SetService(svc *corev1.Service) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.services == nil {
+		o.services = map[objectKey]*corev1.Service{}
+	}
+	o.services[objectKey{svc.Namespace, svc.Name}] = svc.DeepCopy()
+}
+
+// DeleteService removes a Service; removing a missing one does nothing.
+func (o *Objects) DeleteService(namespace, name string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.services, objectKey{namespace, name})
+}
+
+// ListServices returns copies of the namespace's Services, by name.
+func (o *Objects) ListServices(ctx context.Context, namespace string) ([]*corev1.Service, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	var out []*corev1.Service
+	for k, svc := range o.services {
+		if k.namespace == namespace {
+			out = append(out, svc.DeepCopy())
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
 }
 
 // DeleteSecret removes a Secret; removing a missing one does nothing.
@@ -121,4 +157,5 @@ func (o *Objects) GetServiceAccount(ctx context.Context, namespace, name string)
 var (
 	_ Source               = (*Objects)(nil)
 	_ ServiceAccountGetter = (*Objects)(nil)
+	_ ServiceLister        = (*Objects)(nil)
 )
