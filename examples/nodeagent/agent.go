@@ -99,7 +99,10 @@ func Run(ctx context.Context, cfg Config) error {
 		podsync.WithRecorder(recorder), podsync.WithProbes(prober),
 		podsync.WithVolumes(apiobjects.NewVolumes(objects, cfg.RootDir, apiobjects.WithTokens(tokens),
 			apiobjects.WithEventRecorder(recorder), apiobjects.WithNodeAllocatable(node.Status.Allocatable))),
-		podsync.WithEnvResolver(apiobjects.Env{Source: objects}))
+		// Services give every container KUBERNETES_SERVICE_HOST and _PORT
+		// (client-go's in-cluster config) and, with enableServiceLinks, its
+		// namespace's service variables.
+		podsync.WithEnvResolver(apiobjects.Env{Source: objects, Services: objects}))
 	// Kubelet reads only the pod's imagePullSecrets: the ServiceAccount
 	// admission plugin has copied its account's into it. The agent also
 	// reads the account's, for pods made without that plugin (client-go's

@@ -98,6 +98,12 @@ func TestPodReachesRunning(t *testing.T) {
 	if _, err := h.client.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The API server's own Service: every container gets its address.
+	master := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default"},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.1", Ports: []corev1.ServicePort{{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP}}}}
+	if _, err := h.client.CoreV1().Services("default").Create(ctx, master, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	pod := testPod("web")
 	pod.Spec.Volumes = []corev1.Volume{
 		{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}},
@@ -205,6 +211,9 @@ func TestPodReachesRunning(t *testing.T) {
 	}
 	if _, absent := env["ABSENT"]; env["TOKEN"] != "s3cret" || env["CONF_app.conf"] != "x=1" || absent {
 		t.Errorf("env %v: want TOKEN and CONF_app.conf, no ABSENT", slices.Sorted(maps.Keys(env)))
+	}
+	if env["KUBERNETES_SERVICE_HOST"] != "10.96.0.1" || env["KUBERNETES_SERVICE_PORT"] != "443" || env["KUBERNETES_PORT_443_TCP"] != "tcp://10.96.0.1:443" {
+		t.Errorf("env %v: want the kubernetes Service's variables (client-go's in-cluster config)", slices.Sorted(maps.Keys(env)))
 	}
 	mounted := map[string]string{}
 	for _, m := range create.Config.Mounts {

@@ -13,12 +13,12 @@ import (
 )
 
 // apiObjects is the API client as an apiobjects.Source (Secrets,
-// ConfigMaps), ServiceAccountGetter and TokenRequester. (Kubelet reads
-// Secrets and ConfigMaps through watching caches; a Get per sync is the
-// simple version.) A missing object is
-// reported as kubelet's secret and configmap managers report it
-// (`secret "x" not found`, where client-go says "secrets"), so a pod's
-// CreateContainerConfigError reads as kubelet's.
+// ConfigMaps), ServiceLister, ServiceAccountGetter and TokenRequester.
+// (Kubelet reads Secrets and ConfigMaps through watching caches; a Get per
+// sync is the simple version.) A missing object is reported as kubelet's
+// secret and configmap managers report it (`secret "x" not found`, where
+// client-go says "secrets"), so a pod's CreateContainerConfigError reads
+// as kubelet's.
 type apiObjects struct{ client kubernetes.Interface }
 
 func (o apiObjects) GetSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
@@ -39,6 +39,22 @@ func (o apiObjects) CreateToken(ctx context.Context, namespace, serviceAccount s
 	return o.client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, req, metav1.CreateOptions{})
 }
 
+// ListServices lists from the API server, once per sync and namespace
+// (podsync asks once per sync; kubelet reads an informer's cache of every
+// Service instead, and waits for its first list before building an API
+// pod's environment: a live list has nothing to wait for).
+func (o apiObjects) ListServices(ctx context.Context, namespace string) ([]*corev1.Service, error) {
+	list, err := o.client.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Service, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
 func singular(err error, resource, name string) error {
 	if apierrors.IsNotFound(err) {
 		return apierrors.NewNotFound(corev1.Resource(resource), name)
@@ -50,4 +66,5 @@ var (
 	_ apiobjects.Source               = apiObjects{}
 	_ apiobjects.ServiceAccountGetter = apiObjects{}
 	_ apiobjects.TokenRequester       = apiObjects{}
+	_ apiobjects.ServiceLister        = apiObjects{}
 )
