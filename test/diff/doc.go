@@ -29,7 +29,10 @@
 //     "unchanged" on random pairs of pod statuses;
 //   - apiobjects' SecretPayload, ConfigMapPayload and DownwardAPIPayload
 //     with kubelet's secret.MakePayload, configmap.MakePayload and
-//     downwardapi.CollectData: files, contents, modes and error messages.
+//     downwardapi.CollectData: files, contents, modes and error messages;
+//   - criconfig.ServiceEnvVars with pkg/kubelet/envvars.FromServices, and
+//     podsync's env file parser (fileKeyRef) with pkg/kubelet/util/env's
+//     ParseEnv (see env_test.go).
 //
 // # Versions
 //
