@@ -286,3 +286,20 @@ type fakeImages struct{ ref string }
 func (f fakeImages) EnsureImageExists(context.Context, *corev1.Pod, *corev1.Container, []corev1.Secret, *runtimeapi.PodSandboxConfig) (string, string, error) {
 	return f.ref, "", nil
 }
+
+// One container's environment with the "kubernetes" Service and its
+// namespace's Services, listed from Objects on each call.
+func BenchmarkEnvironmentWithServices(b *testing.B) {
+	s := podsync.NewSyncer(fake.New(), nil, podsync.WithRootDir(b.TempDir()),
+		podsync.WithEnvResolver(apiobjects.Env{Source: &apiobjects.Objects{}, Services: kubeletServices()}))
+	pod := envPod("test1")
+	pod.Spec.EnableServiceLinks = new(true)
+	c := &corev1.Container{Name: "app", Env: []corev1.EnvVar{{Name: "URL", Value: "http://$(TEST_SERVICE_HOST):$(TEST_SERVICE_PORT)"}}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if env, err := s.Environment(ctx, pod, c, nil); err != nil || len(env) != 15 {
+			b.Fatal(len(env), err)
+		}
+	}
+}

@@ -160,7 +160,7 @@ func BenchmarkServiceEnv(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if env := criconfig.ServiceEnv("ns", true, services); len(env) != 50*12 {
+		if env := criconfig.ServiceEnv("ns", true, services); len(env) != 50*13 {
 			b.Fatal(len(env))
 		}
 	}

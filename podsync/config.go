@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
 	"github.com/go-logr/logr"
@@ -100,22 +99,39 @@ func (e *EnvFileError) Error() string { return "couldn't parse env file" }
 func (e *EnvFileError) Unwrap() error { return e.Err }
 
 // podInputs is what the containers started in one sync share, each part
-// resolved on first need and at most once.
+// resolved on first need and at most once. SyncPod starts containers one
+// after the other, so it is used by one goroutine at a time.
 type podInputs struct {
-	volumes  func() (mounts.VolumeMap, error)
-	services func() (map[string]string, error)
+	s   *Syncer
+	ctx context.Context
+	pod *corev1.Pod
+
+	volumesDone, servicesDone bool
+	vols                      mounts.VolumeMap
+	services                  map[string]string
+	volErr, servicesErr       error
 }
 
 func (s *Syncer) podInputs(ctx context.Context, pod *corev1.Pod) *podInputs {
-	return &podInputs{
-		volumes: sync.OnceValues(func() (mounts.VolumeMap, error) { return s.o.volumes.Volumes(ctx, pod) }),
-		services: sync.OnceValues(func() (map[string]string, error) {
-			if r, ok := s.o.env.(ServiceEnvResolver); ok {
-				return r.ServiceEnv(ctx, pod)
-			}
-			return nil, nil
-		}),
+	return &podInputs{s: s, ctx: ctx, pod: pod}
+}
+
+func (in *podInputs) volumes() (mounts.VolumeMap, error) {
+	if !in.volumesDone {
+		in.vols, in.volErr = in.s.o.volumes.Volumes(in.ctx, in.pod)
+		in.volumesDone = true
 	}
+	return in.vols, in.volErr
+}
+
+func (in *podInputs) serviceEnv() (map[string]string, error) {
+	if !in.servicesDone {
+		if r, ok := in.s.o.env.(ServiceEnvResolver); ok {
+			in.services, in.servicesErr = r.ServiceEnv(in.ctx, in.pod)
+		}
+		in.servicesDone = true
+	}
+	return in.services, in.servicesErr
 }
 
 // Environment is the container's environment as SyncPod sends it, in
@@ -139,7 +155,7 @@ func (s *Syncer) Environment(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 // sync to the next. The map returned holds every variable, for
 // subPathExpr.
 func (s *Syncer) environment(ctx context.Context, pod *corev1.Pod, c *corev1.Container, podIPs []string, in *podInputs) ([]criconfig.EnvVar, map[string]string, error) {
-	services, err := in.services()
+	services, err := in.serviceEnv()
 	if err != nil {
 		return nil, nil, err
 	}
