@@ -12,8 +12,8 @@ import (
 
 // FieldRefValue is kubelet's value for an env var's fieldRef or
 // resourceFieldRef, which need nothing but the pod, the node and the pod's
-// IPs. ok is false for the references only an API client can resolve
-// (configMapKeyRef, secretKeyRef, fileKeyRef).
+// IPs. ok is false for the references that need an API client
+// (configMapKeyRef, secretKeyRef) or the pod's volumes (fileKeyRef).
 func FieldRefValue(pod *corev1.Pod, c *corev1.Container, src *corev1.EnvVarSource, podIPs []string, node Node) (value string, ok bool, err error) {
 	switch {
 	case src == nil:

@@ -202,7 +202,8 @@ func (s *Syncer) environment(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 		}
 		if !ok {
 			var err error
-			if ref := e.ValueFrom.FileKeyRef; ref != nil {
+			// kubelet's order: a Secret or ConfigMap reference first.
+			if ref := e.ValueFrom.FileKeyRef; ref != nil && e.ValueFrom.ConfigMapKeyRef == nil && e.ValueFrom.SecretKeyRef == nil {
 				v, err = s.fileKeyValue(ctx, pod, c, e.Name, ref, in)
 			} else if resolver == nil {
 				return nil, nil, fmt.Errorf("environment variable %q of container %q uses valueFrom, which needs an EnvResolver (podsync.WithEnvResolver)", e.Name, c.Name)
