@@ -348,3 +348,46 @@ func TestEnvironmentFileKeyRefInSync(t *testing.T) {
 		t.Fatalf("env %v", env)
 	}
 }
+
+// serviceTable is a resolver that also answers service variables.
+type serviceTable struct {
+	envTable
+	services map[string]string
+	err      error
+	asked    *int
+}
+
+func (r serviceTable) ServiceEnv(context.Context, *corev1.Pod) (map[string]string, error) {
+	*r.asked++
+	return r.services, r.err
+}
+
+// Service variables (kubelet's serviceEnv): usable in $(VAR) after the
+// container's own variables, overridden by envFrom and env, added last in
+// name order; an error fails the environment.
+func TestEnvironmentServices(t *testing.T) {
+	asked := 0
+	r := serviceTable{
+		envTable: envTable{sources: map[string]map[string]string{"a": {"B_SERVICE_HOST": "from-cm"}}},
+		services: map[string]string{"B_SERVICE_HOST": "10.0.0.2", "A_SERVICE_HOST": "10.0.0.1", "A_SERVICE_PORT": "80", "Z": "svc"},
+		asked:    &asked,
+	}
+	s := podsync.NewSyncer(fake.New(), nil, podsync.WithEnvResolver(r), podsync.WithRootDir(t.TempDir()))
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-p"}}
+	c := &corev1.Container{Name: "app", EnvFrom: []corev1.EnvFromSource{fromCM("", "a")},
+		Env: []corev1.EnvVar{{Name: "URL", Value: "$(A_SERVICE_HOST):$(A_SERVICE_PORT)/$(B_SERVICE_HOST)"}, {Name: "Z", Value: "mine"}}}
+	got, err := s.Environment(context.Background(), pod, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []criconfig.EnvVar{{Name: "B_SERVICE_HOST", Value: "from-cm"}, {Name: "URL", Value: "10.0.0.1:80/from-cm"}, {Name: "Z", Value: "mine"},
+		{Name: "A_SERVICE_HOST", Value: "10.0.0.1"}, {Name: "A_SERVICE_PORT", Value: "80"}}
+	if !reflect.DeepEqual(got, want) || asked != 1 {
+		t.Fatalf("env %v (asked %d times)\nwant %v", got, asked, want)
+	}
+	r.err = errors.New("failed to list services when setting up env vars")
+	s = podsync.NewSyncer(fake.New(), nil, podsync.WithEnvResolver(r), podsync.WithRootDir(t.TempDir()))
+	if _, err := s.Environment(context.Background(), pod, c, nil); err != r.err {
+		t.Fatalf("error %v, want the resolver's", err)
+	}
+}
