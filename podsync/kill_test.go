@@ -147,8 +147,10 @@ func TestKillPodHookPastGrace(t *testing.T) {
 	grace := int64(5)
 	go func() { done <- h.syncer.KillPod(context.Background(), pod, st, &grace) }()
 	<-hooked
-	// Three timers: a1's hook, and each sidecar's wait for its turn.
-	for !h.clk.HasWaiters() {
+	// Three timers: a1's hook, and each sidecar's wait for its turn. A
+	// step taken before all three exist leaves the late ones waiting for
+	// ever (this hung 1 run in a few hundred under load).
+	for h.clk.Waiters() < 3 {
 		goruntime.Gosched()
 	}
 	h.clk.Step(5 * time.Second)
