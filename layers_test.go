@@ -40,8 +40,10 @@ var rules = map[string]rule{
 	"credentials":  {forbid: append([]string{grpc, "k8s.io/cri-api"}, heavyDeps...)},
 	"defaults":     {forbid: append([]string{grpc, "k8s.io/cri-api"}, heavyDeps...)},
 	"mounts":       {module: []string{"internal/expansion"}, forbid: append([]string{grpc, "google.golang.org/protobuf", "k8s.io/cri-api"}, heavyDeps...)},
-	"criconfig":    {module: []string{"mounts", "internal/..."}, forbid: heavyDeps},
-	"images":       {module: []string{"credentials", "images/pullrecords", "runtime", "internal/..."}, forbid: heavyDeps},
+	// mounts/fake: a Mounter in memory, for callers' tests.
+	"mounts/fake": {module: []string{"mounts"}, forbid: append([]string{grpc, "google.golang.org/protobuf", "k8s.io/cri-api"}, heavyDeps...)},
+	"criconfig":   {module: []string{"mounts", "internal/..."}, forbid: heavyDeps},
+	"images":      {module: []string{"credentials", "images/pullrecords", "runtime", "internal/..."}, forbid: heavyDeps},
 	// pullrecords is bookkeeping: files and policies, no podstart runtime.
 	"images/pullrecords": {forbid: heavyDeps},
 	"podsync":            {module: []string{"criconfig", "images", "mounts", "runtime", "internal/..."}, forbid: heavyDeps},

@@ -22,6 +22,15 @@
 //     FsUser, and a setPerms hook run before the swap. SetVolumeOwnership
 //     is kubelet's fsGroup ownership (fsGroupChangePolicy Always), with
 //     its read-only mask.
+//   - Mounter is the seam for the mounts podstart makes itself: the tmpfs
+//     of memory-backed volumes (Secret, downward API, projected, emptyDir
+//     medium Memory), with kubelet's options (size=<bytes> when a limit
+//     applies, noswap where the kernel takes it), their unmounting, "is
+//     this a mount point" and the mount table (ParseMountInfo, Under).
+//     HostMounter is the host's (mount(2); EPERM is ErrMountNotPermitted);
+//     mounts/fake is one in memory for tests. Kubelet probes noswap once
+//     with a throw-away mount; HostMounter tries it on the first real
+//     mount and drops it if the kernel refuses.
 //   - Every container instance gets a new termination message file
 //     <podDir>/containers/<name>/<8 hex digits>, mode 0666; if it cannot be
 //     created, the mount is left out and the start goes on.
@@ -52,7 +61,8 @@
 // (ValidatePodNames): they become host paths.
 //
 // The side effects (mkdir, file writes) go through the Disk interface;
-// OSDisk is the host's.
+// OSDisk is the host's. Mounts go through Mounter; its methods are single
+// system calls and take no context.
 //
 // # Logs
 //

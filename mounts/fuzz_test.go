@@ -60,3 +60,31 @@ func FuzzHostsFile(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseMountInfo: any input parses without panicking, every entry has
+// a path, and a line built from a path with mountinfo's escapes gives the
+// path back.
+func FuzzParseMountInfo(f *testing.F) {
+	for _, s := range []string{"22 1 8:1 / / rw - ext4 /dev/sda1 rw\n", `1 2 3 / /a\040b rw - tmpfs x rw`, `1 2 3 / \134\ - `, "", "\n\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		got, err := ParseMountInfo(strings.NewReader(in))
+		if err != nil {
+			return
+		}
+		for _, mp := range got {
+			if mp.Path == "" {
+				t.Fatalf("empty path from %q", in)
+			}
+		}
+		if strings.ContainsAny(in, " \t\n\\") || in == "" {
+			return
+		}
+		esc := strings.NewReplacer(`\`, `\134`).Replace(in)
+		back, err := ParseMountInfo(strings.NewReader("1 2 3 / " + esc + " rw - tmpfs tmpfs rw\n"))
+		if err != nil || len(back) != 1 || back[0].Path != in || back[0].FSType != "tmpfs" {
+			t.Fatalf("%q: got %v, %v", in, back, err)
+		}
+	})
+}
