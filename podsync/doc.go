@@ -44,8 +44,13 @@
 //     one dead instance per container): oldest dead instances first, with
 //     their log files; sandboxes neither ready, newest nor in use; and,
 //     given the pods the caller still wants, everything of the others,
-//     directories included. RemovePod removes one pod entirely; a pod
-//     directory with anything mounted under it is kept (ErrPodDirInUse).
+//     directories included. RemovePod removes one pod entirely; before a
+//     pod directory goes, the tmpfs of its memory-backed volumes (emptyDir
+//     medium Memory, Secret, downward API, projected) is unmounted, as
+//     kubelet's TearDown does (UnmountMemoryVolumes, through WithMounter's
+//     mounts.Mounter), so a pod that crashed mid-setup leaves nothing
+//     mounted; a pod directory with anything else mounted under it is
+//     kept (ErrPodDirInUse).
 //     ListPods groups the runtime's pods by UID with two calls.
 //   - A result's NextSync (MinBackOffExpiration) is the earliest end of a
 //     crash-loop or image back-off (BackOffError, images.Error.Until), so
@@ -147,7 +152,15 @@
 // first refuses (Result.SyncError matching mounts.ErrInvalidName, nothing
 // created) a pod whose UID, namespace, name, container or volume names the
 // API server would reject, since they become host paths. DefaultVolumes
-// refuses a hostPath volume with an empty path ("path is empty").
+// refuses a hostPath volume with an empty path ("path is empty"), and
+// emptyDir's HugePages media by name (ErrVolumeNotSupported); medium
+// Memory is a tmpfs of kubelet's size (MemoryVolumeSize: node allocatable,
+// the pod's memory limit, sizeLimit), mounted once. Without the privilege
+// to mount such a volume fails (mounts.ErrMountNotPermitted), as with
+// kubelet; DefaultVolumes.DiskBacked puts it on disk instead, which is
+// weaker and only for callers that cannot mount. When the node's
+// allocatable memory is unknown (kubelet always knows it) the pod's limit
+// and sizeLimit bound the size alone.
 //
 // # Logs and concurrency
 //

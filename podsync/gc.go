@@ -1,7 +1,6 @@
 package podsync
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/podstart/podstart/mounts"
 	"github.com/podstart/podstart/runtime"
 )
 
@@ -420,59 +420,73 @@ func podUIDFromLogDir(name string) types.UID {
 	return types.UID(name[i+1:])
 }
 
-// removeDir removes a pod directory unless something is mounted under it.
+// removeDir removes a pod directory: its memory-backed volumes are
+// unmounted first (UnmountMemoryVolumes); anything else still mounted
+// under it keeps it (ErrPodDirInUse).
 func (s *Syncer) removeDir(dir string) error {
 	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	points, err := s.o.mountPoints()
-	if err != nil {
-		return fmt.Errorf("cannot tell whether %s has mounts, so it is kept: %w", dir, err)
-	}
-	for _, p := range points {
-		if p == dir || strings.HasPrefix(p, dir+"/") {
-			return fmt.Errorf("%w: %s is mounted", ErrPodDirInUse, p)
-		}
+	if err := UnmountMemoryVolumes(s.o.mounter, dir); err != nil {
+		return err
 	}
 	return os.RemoveAll(dir)
 }
 
-// hostMountPoints reads the mount points of this process's mount
-// namespace from /proc/self/mountinfo.
-func hostMountPoints() ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 {
-			out = append(out, unescapeMount(fields[4]))
-		}
-	}
-	return out, sc.Err()
+// Kubelet's plugins whose volumes are a tmpfs under <pod dir>/volumes:
+// emptyDir (medium Memory) and the three that wrap a Memory emptyDir
+// (Secret, downward API, projected; apiobjects).
+var memoryVolumePlugins = map[string]bool{
+	emptyDirPluginDir:            true,
+	"kubernetes.io~secret":       true,
+	"kubernetes.io~downward-api": true,
+	"kubernetes.io~projected":    true,
 }
 
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
+// UnmountMemoryVolumes is kubelet's TearDown of a pod's memory-backed
+// volumes: every tmpfs mounted at <podDir>/volumes/<plugin>/<name> of the
+// emptyDir, Secret, downward API and projected plugins is unmounted
+// (stacked mounts each once, deepest paths first), so a pod that crashed
+// mid-setup leaves nothing mounted. Anything else mounted under podDir
+// (a CSI volume, a bind mount, a file system of another type at a volume's
+// path) is left, and reported with ErrPodDirInUse, as are failed
+// unmounts; the caller then keeps the directory. nil means nothing is
+// mounted under podDir any more.
+func UnmountMemoryVolumes(m mounts.Mounter, podDir string) error {
+	podDir = filepath.Clean(podDir)
+	table, err := m.List()
+	if err != nil {
+		return fmt.Errorf("cannot tell whether %s has mounts, so it is kept: %w", podDir, err)
 	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			var v int
-			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &v); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
+	var errs []error
+	for _, mp := range mounts.Under(table, podDir) {
+		if !isMemoryVolume(podDir, mp) {
+			continue
 		}
-		b.WriteByte(s[i])
+		if err := m.Unmount(mp.Path); err != nil {
+			errs = append(errs, fmt.Errorf("tear down volume %s: %w", mp.Path, err))
+		}
 	}
-	return b.String()
+	if table, err = m.List(); err != nil {
+		return fmt.Errorf("cannot tell whether %s has mounts, so it is kept: %w", podDir, err)
+	}
+	if left := mounts.Under(table, podDir); len(left) > 0 {
+		// The shallowest, as before: the mount that holds the rest.
+		errs = append(errs, fmt.Errorf("%w: %s is mounted", ErrPodDirInUse, left[len(left)-1].Path))
+	}
+	return errors.Join(errs...)
+}
+
+// isMemoryVolume says whether mp is a tmpfs at a memory-backed volume's
+// own path under podDir.
+func isMemoryVolume(podDir string, mp mounts.MountPoint) bool {
+	if mp.FSType != mounts.FSTypeTmpfs {
+		return false
+	}
+	rel, err := filepath.Rel(podDir, mp.Path)
+	if err != nil {
+		return false
+	}
+	parts := strings.Split(rel, "/")
+	return len(parts) == 3 && parts[0] == "volumes" && memoryVolumePlugins[parts[1]] && parts[2] != "." && parts[2] != ".."
 }

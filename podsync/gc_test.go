@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/podstart/podstart/mounts"
+	fakemount "github.com/podstart/podstart/mounts/fake"
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/runtime/fake"
@@ -254,27 +257,169 @@ func TestGarbageCollectUnwantedPods(t *testing.T) {
 
 // A pod directory with a mount under it is kept, whatever else goes.
 func TestRemovePodKeepsMountedDir(t *testing.T) {
-	h := newHarness(t, false, nil)
+	mounter := fakemount.New()
+	h := newHarness(t, false, nil, podsync.WithMounter(mounter))
 	pod := appPod("mounted")
 	h.converge(pod, 3)
 	dir := filepath.Join(h.root, "pods", string(pod.UID))
-	if err := os.MkdirAll(filepath.Join(dir, "volumes", "data"), 0o755); err != nil {
+	data := filepath.Join(dir, "volumes", "kubernetes.io~csi", "data", "mount")
+	if err := os.MkdirAll(data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	podsync.SetMountPoints(h.syncer, func() ([]string, error) { return []string{"/", filepath.Join(dir, "volumes", "data")}, nil })
+	mounter.Add(mounts.MountPoint{Path: "/", FSType: "ext4"})
+	mounter.Add(mounts.MountPoint{Path: data, FSType: "ext4"})
 	err := h.syncer.RemovePod(context.Background(), pod.UID)
 	if !errors.Is(err, podsync.ErrPodDirInUse) {
 		t.Fatalf("RemovePod: %v, want ErrPodDirInUse", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "volumes", "data")); err != nil {
+	if _, err := os.Stat(data); err != nil {
 		t.Fatalf("mounted directory removed: %v", err)
 	}
 	if cs, sbs := instances(t, h.fake, pod); len(cs)+len(sbs) != 0 {
 		t.Fatalf("runtime still holds %d containers, %d sandboxes", len(cs), len(sbs))
 	}
-	podsync.SetMountPoints(h.syncer, func() ([]string, error) { return []string{"/"}, nil })
+	if err := mounter.Unmount(data); err != nil {
+		t.Fatal(err)
+	}
 	if err := h.syncer.RemovePod(context.Background(), pod.UID); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("pod dir remains: %v", err)
+	}
+}
+
+// RemovePod tears down the tmpfs of memory-backed volumes (kubelet's
+// TearDown), stacked ones included, and keeps the directory for anything
+// else: a tmpfs elsewhere, another file system at a volume's path, a
+// tmpfs that will not unmount.
+func TestRemovePodUnmountsMemoryVolumes(t *testing.T) {
+	vol := func(dir, plugin, name string) string { return filepath.Join(dir, "volumes", plugin, name) }
+	tests := []struct {
+		name    string
+		mounts  func(dir string) []mounts.MountPoint
+		busy    func(dir string) string // a tmpfs whose unmount fails
+		wantErr error
+		left    func(dir string) []string // mounts left under dir
+	}{
+		{
+			name: "every memory-backed plugin, one stacked twice",
+			mounts: func(dir string) []mounts.MountPoint {
+				return []mounts.MountPoint{
+					{Path: vol(dir, "kubernetes.io~secret", "token"), FSType: "tmpfs"},
+					{Path: vol(dir, "kubernetes.io~secret", "token"), FSType: "tmpfs"},
+					{Path: vol(dir, "kubernetes.io~projected", "kube-api-access"), FSType: "tmpfs"},
+					{Path: vol(dir, "kubernetes.io~downward-api", "info"), FSType: "tmpfs"},
+					{Path: vol(dir, "kubernetes.io~empty-dir", "cache"), FSType: "tmpfs"},
+				}
+			},
+		},
+		{
+			name: "a tmpfs not at a volume's path is kept",
+			mounts: func(dir string) []mounts.MountPoint {
+				return []mounts.MountPoint{
+					{Path: vol(dir, "kubernetes.io~secret", "token"), FSType: "tmpfs"},
+					{Path: filepath.Join(vol(dir, "kubernetes.io~empty-dir", "cache"), "inner"), FSType: "tmpfs"},
+				}
+			},
+			wantErr: podsync.ErrPodDirInUse,
+			left: func(dir string) []string {
+				return []string{filepath.Join(vol(dir, "kubernetes.io~empty-dir", "cache"), "inner")}
+			},
+		},
+		{
+			name: "another file system at a volume's path is kept",
+			mounts: func(dir string) []mounts.MountPoint {
+				return []mounts.MountPoint{{Path: vol(dir, "kubernetes.io~empty-dir", "cache"), FSType: "ext4"}}
+			},
+			wantErr: podsync.ErrPodDirInUse,
+			left:    func(dir string) []string { return []string{vol(dir, "kubernetes.io~empty-dir", "cache")} },
+		},
+		{
+			name: "a configMap volume is no tmpfs of podstart's",
+			mounts: func(dir string) []mounts.MountPoint {
+				return []mounts.MountPoint{{Path: vol(dir, "kubernetes.io~configmap", "conf"), FSType: "tmpfs"}}
+			},
+			wantErr: podsync.ErrPodDirInUse,
+			left:    func(dir string) []string { return []string{vol(dir, "kubernetes.io~configmap", "conf")} },
+		},
+		{
+			name: "a busy tmpfs is reported and kept",
+			mounts: func(dir string) []mounts.MountPoint {
+				return []mounts.MountPoint{
+					{Path: vol(dir, "kubernetes.io~secret", "token"), FSType: "tmpfs"},
+					{Path: vol(dir, "kubernetes.io~empty-dir", "cache"), FSType: "tmpfs"},
+				}
+			},
+			busy:    func(dir string) string { return vol(dir, "kubernetes.io~empty-dir", "cache") },
+			wantErr: syscall.EBUSY,
+			left:    func(dir string) []string { return []string{vol(dir, "kubernetes.io~empty-dir", "cache")} },
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mounter := fakemount.New()
+			h := newHarness(t, false, nil, podsync.WithMounter(mounter))
+			pod := appPod("memory")
+			h.converge(pod, 3)
+			dir := filepath.Join(h.root, "pods", string(pod.UID))
+			mounter.Add(mounts.MountPoint{Path: "/", FSType: "ext4"})
+			mounter.Add(mounts.MountPoint{Path: h.root, FSType: "tmpfs"}) // above the pod: not its
+			for _, mp := range tt.mounts(dir) {
+				if err := os.MkdirAll(mp.Path, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				mounter.Add(mp)
+			}
+			if tt.busy != nil {
+				mounter.FailUnmount(tt.busy(dir), fmt.Errorf("unmount: %w", syscall.EBUSY))
+			}
+			err := h.syncer.RemovePod(context.Background(), pod.UID)
+			if tt.wantErr == nil && err != nil || tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Fatalf("RemovePod: %v, want %v", err, tt.wantErr)
+			}
+			table, _ := mounter.List()
+			var left []string
+			for _, mp := range mounts.Under(table, dir) {
+				left = append(left, mp.Path)
+			}
+			var want []string
+			if tt.left != nil {
+				want = tt.left(dir)
+			}
+			if fmt.Sprint(left) != fmt.Sprint(want) {
+				t.Fatalf("left mounted %v, want %v", left, want)
+			}
+			_, statErr := os.Lstat(dir)
+			if gone := errors.Is(statErr, os.ErrNotExist); gone != (tt.wantErr == nil) {
+				t.Fatalf("pod dir gone: %v, want %v", gone, tt.wantErr == nil)
+			}
+			if _, err := os.Stat(h.root); err != nil {
+				t.Fatalf("root dir: %v", err)
+			}
+		})
+	}
+}
+
+// Garbage collection of a pod no longer wanted tears down its memory
+// volumes too, also when the runtime no longer knows the pod (an agent
+// that crashed mid-setup).
+func TestGarbageCollectUnmountsOrphanMemoryVolumes(t *testing.T) {
+	mounter := fakemount.New()
+	h := newHarness(t, false, nil, podsync.WithMounter(mounter))
+	dir := filepath.Join(h.root, "pods", "uid-crashed")
+	secret := filepath.Join(dir, "volumes", "kubernetes.io~secret", "token")
+	if err := os.MkdirAll(secret, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := mounter.MountTmpfs(secret, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.syncer.GarbageCollect(context.Background(), podsync.DefaultGCPolicy, func(types.UID) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	if got := mounter.Tmpfs(); len(got) != 0 {
+		t.Fatalf("left mounted: %v", got)
 	}
 	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("pod dir remains: %v", err)

@@ -57,7 +57,7 @@ type options struct {
 	mountOpts    []mounts.Option
 	httpClient   *http.Client
 	trace        func(Step)
-	mountPoints  func() ([]string, error)
+	mounter      mounts.Mounter
 }
 
 // Defaults, as kubelet's.
@@ -95,6 +95,14 @@ func WithProbes(p ProbeResults) Option { return func(o *options) { o.probes = p 
 // WithVolumes sets the volume provider (default: DefaultVolumes under the
 // root dir).
 func WithVolumes(v VolumeProvider) Option { return func(o *options) { o.volumes = v } }
+
+// WithMounter sets the Mounter that reads the mount table before a pod
+// directory is removed and unmounts the pod's memory-backed volumes
+// (UnmountMemoryVolumes), and that the default volume provider mounts
+// emptyDir medium Memory volumes with (default: the host's,
+// mounts.HostMounter). Tests without the privilege to mount pass
+// mounts/fake's.
+func WithMounter(m mounts.Mounter) Option { return func(o *options) { o.mounter = m } }
 
 // WithEnvResolver resolves valueFrom and envFrom.
 func WithEnvResolver(r EnvResolver) Option { return func(o *options) { o.env = r } }
@@ -188,8 +196,8 @@ func NewSyncer(rt runtime.RuntimeService, ims ImageEnsurer, opts ...Option) *Syn
 	if o.imageService == nil {
 		o.imageService, _ = rt.(runtime.ImageService)
 	}
-	if o.mountPoints == nil {
-		o.mountPoints = hostMountPoints
+	if o.mounter == nil {
+		o.mounter = hostMounter
 	}
 	if o.recorder == nil {
 		o.recorder = nopRecorder{}
@@ -198,7 +206,7 @@ func NewSyncer(rt runtime.RuntimeService, ims ImageEnsurer, opts ...Option) *Syn
 		o.backoff = NewBackOff(o.clock, o.backoffInit, o.backoffMax)
 	}
 	if o.volumes == nil {
-		o.volumes = DefaultVolumes{RootDir: o.node.RootDir}
+		o.volumes = DefaultVolumes{RootDir: o.node.RootDir, Mounter: o.mounter, NodeAllocatable: o.node.Allocatable}
 	}
 	o.mountOpts = append([]mounts.Option{mounts.WithClusterDomain(o.node.ClusterDomain)}, o.mountOpts...)
 	if o.node.UserNamespaces && o.node.UserNamespaceMapper == nil {

@@ -8,9 +8,14 @@ import (
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/podstart/podstart/criconfig"
 	"github.com/podstart/podstart/mounts"
 )
+
+// Kubelet's emptyDir plugin directory under <pod dir>/volumes.
+const emptyDirPluginDir = "kubernetes.io~empty-dir"
 
 // ErrVolumeNotSupported: the default volume provider cannot mount a volume
 // of this type; callers with a volume manager supply their own provider.
@@ -24,11 +29,24 @@ type VolumeProvider interface {
 // DefaultVolumes resolves hostPath volumes (creating DirectoryOrCreate and
 // FileOrCreate ones, checking the type of the others) and emptyDir volumes
 // (a directory under the pod's directory, as kubelet's
-// volumes/kubernetes.io~empty-dir/<name>). Any other type is
-// ErrVolumeNotSupported.
+// volumes/kubernetes.io~empty-dir/<name>; with medium Memory a tmpfs
+// mounted there, sized by MemoryVolumeSize). Huge pages media and any
+// other volume type are ErrVolumeNotSupported.
 type DefaultVolumes struct {
 	// RootDir is kubelet's root dir; pods live in <RootDir>/pods/<uid>.
 	RootDir string
+	// Mounter mounts emptyDir medium Memory volumes (nil: the host's,
+	// mounts.HostMounter). Without the privilege to mount, such a volume
+	// fails with mounts.ErrMountNotPermitted.
+	Mounter mounts.Mounter
+	// NodeAllocatable is the node's allocatable resources; its memory
+	// bounds a Memory volume's size, as kubelet's node allocatable does.
+	NodeAllocatable corev1.ResourceList
+	// DiskBacked makes emptyDir medium Memory volumes plain directories
+	// on the root dir's disk, with no size limit: weaker than kubelet
+	// (what a pod keeps in memory reaches the disk), for callers that
+	// cannot mount, such as unprivileged unit tests. Off by default.
+	DiskBacked bool
 }
 
 // Volumes implements VolumeProvider.
@@ -55,25 +73,7 @@ func (d DefaultVolumes) Volume(_ context.Context, pod *corev1.Pod, v corev1.Volu
 		}
 		return mounts.Volume{HostPath: v.HostPath.Path}, nil
 	case v.EmptyDir != nil:
-		if v.EmptyDir.Medium != corev1.StorageMediumDefault {
-			// kubelet mounts a tmpfs or huge pages here; a disk
-			// directory would silently be something else.
-			return mounts.Volume{}, fmt.Errorf("volume %q: emptyDir.medium %q: %w (only the default medium is)", v.Name, v.EmptyDir.Medium, ErrVolumeNotSupported)
-		}
-		dir := filepath.Join(PodDir(d.RootDir, pod), "volumes", "kubernetes.io~empty-dir", v.Name)
-		if err := os.MkdirAll(dir, 0o777); err != nil {
-			return mounts.Volume{}, fmt.Errorf("volume %q: %w", v.Name, err)
-		}
-		// kubelet makes emptyDir world-writable, whatever the umask.
-		if err := os.Chmod(dir, 0o777); err != nil {
-			return mounts.Volume{}, fmt.Errorf("volume %q: %w", v.Name, err)
-		}
-		if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
-			if err := mounts.SetVolumeOwnership(dir, *sc.FSGroup, false); err != nil {
-				return mounts.Volume{}, fmt.Errorf("volume %q: fsGroup %d: %w", v.Name, *sc.FSGroup, err)
-			}
-		}
-		return mounts.Volume{HostPath: dir, SELinuxRelabel: true}, nil
+		return d.emptyDir(pod, v)
 	default:
 		return mounts.Volume{}, fmt.Errorf("volume %q: %w (only hostPath and emptyDir are)", v.Name, ErrVolumeNotSupported)
 	}
@@ -125,4 +125,109 @@ func checkHostPath(hp *corev1.HostPathVolumeSource) error {
 		}
 	}
 	return nil
+}
+
+// emptyDir is kubelet's emptyDir plugin's SetUp: the directory 0777
+// whatever the umask; for medium Memory a tmpfs mounted on it unless one
+// already is (kubelet's setupTmpfs, so a second sync does not stack a
+// second mount); then fsGroup ownership.
+func (d DefaultVolumes) emptyDir(pod *corev1.Pod, v corev1.Volume) (mounts.Volume, error) {
+	medium := v.EmptyDir.Medium
+	if medium != corev1.StorageMediumDefault && medium != corev1.StorageMediumMemory {
+		// kubelet mounts hugetlbfs for HugePages media; a directory would
+		// silently be something else.
+		return mounts.Volume{}, fmt.Errorf("volume %q: emptyDir.medium %q: %w (the default medium and Memory are)", v.Name, medium, ErrVolumeNotSupported)
+	}
+	dir := filepath.Join(PodDir(d.RootDir, pod), "volumes", emptyDirPluginDir, v.Name)
+	if err := makeVolumeDir(dir); err != nil {
+		return mounts.Volume{}, fmt.Errorf("volume %q: %w", v.Name, err)
+	}
+	if medium == corev1.StorageMediumMemory && !d.DiskBacked {
+		size := MemoryVolumeSize(pod, d.NodeAllocatable, v.EmptyDir.SizeLimit)
+		if err := EnsureTmpfs(d.mounter(), dir, size); err != nil {
+			return mounts.Volume{}, fmt.Errorf("volume %q: %w", v.Name, err)
+		}
+	}
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
+		if err := mounts.SetVolumeOwnership(dir, *sc.FSGroup, false); err != nil {
+			return mounts.Volume{}, fmt.Errorf("volume %q: fsGroup %d: %w", v.Name, *sc.FSGroup, err)
+		}
+	}
+	return mounts.Volume{HostPath: dir, SELinuxRelabel: true}, nil
+}
+
+func (d DefaultVolumes) mounter() mounts.Mounter {
+	if d.Mounter != nil {
+		return d.Mounter
+	}
+	return hostMounter
+}
+
+// hostMounter is shared by the providers and Syncers given no Mounter, so
+// that what it learns of the kernel (noswap) is learnt once.
+var hostMounter = &mounts.HostMounter{}
+
+// makeVolumeDir is kubelet's emptyDir setupDir: the directory with mode
+// 0777, whatever the umask.
+func makeVolumeDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if fi.Mode().Perm() != 0o777 {
+		return os.Chmod(dir, 0o777)
+	}
+	return nil
+}
+
+// EnsureTmpfs mounts a tmpfs of size bytes (0: the kernel's default) at
+// dir unless dir already is the root of a tmpfs: kubelet's setupTmpfs,
+// idempotent, so a volume set up at every sync is mounted once. The caller
+// has created dir. Providers of Secret-like volumes (apiobjects) share
+// it.
+func EnsureTmpfs(m mounts.Mounter, dir string, size int64) error {
+	fsType, isMnt, err := m.MountPoint(dir)
+	if err != nil {
+		return err
+	}
+	if isMnt && fsType == mounts.FSTypeTmpfs {
+		return nil
+	}
+	return m.MountTmpfs(dir, size)
+}
+
+// MemoryVolumeSize is kubelet's calculateEmptyDirMemorySize, the size of a
+// memory-backed volume: the node's allocatable memory, lowered to the
+// pod's memory limit (criconfig.PodMemoryLimit) and then to the volume's
+// sizeLimit when they are positive and smaller. Kubelet always knows the
+// node's allocatable memory; when nodeAllocatable has none, the pod's
+// limit and sizeLimit bound the size alone, and 0 (the kernel's default,
+// half the RAM) means no bound at all.
+func MemoryVolumeSize(pod *corev1.Pod, nodeAllocatable corev1.ResourceList, sizeLimit *resource.Quantity) int64 {
+	var size int64 // 0: unbounded
+	if q, ok := nodeAllocatable[corev1.ResourceMemory]; ok {
+		size = q.Value()
+	}
+	lower := func(v int64) {
+		if v > 0 && (size <= 0 || v <= size) {
+			size = v
+		}
+	}
+	if _, ok := nodeAllocatable[corev1.ResourceMemory]; ok && size <= 0 {
+		// kubelet's rule with a zero allocatable: nothing is smaller.
+		return 0
+	}
+	if limit, ok := criconfig.PodMemoryLimit(pod); ok {
+		lower(limit)
+	}
+	if sizeLimit != nil {
+		lower(sizeLimit.Value())
+	}
+	return size
 }
