@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	fakemount "github.com/podstart/podstart/mounts/fake"
 )
 
 // A sync of a pod whose Secret (16 keys) and kube-api-access volumes are
@@ -27,7 +29,7 @@ func BenchmarkVolumesUnchanged(b *testing.B) {
 			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
 			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}},
 		}}}})
-	v := NewVolumes(src, b.TempDir(), WithTokenRequester(&testRequester{}))
+	v := NewVolumes(src, b.TempDir(), WithMounter(fakemount.New()), WithTokenRequester(&testRequester{}))
 	ctx := context.Background()
 	if _, err := v.Volumes(ctx, pod); err != nil {
 		b.Fatal(err)

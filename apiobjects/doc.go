@@ -22,13 +22,28 @@
 // projected token 0600 owned by the pod's single runAsUser when the pod
 // has one or an fsGroup, fsGroup ownership with kubelet's read-only mask
 // applied before a new payload becomes visible, volumes read-only and
-// SELinux-relabelled. A failure is kubelet's "MountVolume.SetUp failed
-// for volume ..." and a FailedMount event. Tokens is kubelet's token
-// manager (pkg/kubelet/token). Where podstart differs:
+// SELinux-relabelled. Secret, downward API and projected volumes are a
+// tmpfs, as kubelet's plugins wrap a Memory emptyDir: mounted (through a
+// mounts.Mounter, WithMounter) before the payload is written and only
+// when not already mounted, sized as kubelet sizes it
+// (podsync.MemoryVolumeSize: node allocatable, the pod's memory limit),
+// with noswap where the kernel has it, so secrets and service account
+// tokens never reach the node's disk; a setup that fails after the mount
+// unmounts and removes the volume, and podsync's RemovePod unmounts them
+// all. Without the privilege to mount, the volume fails
+// (mounts.ErrMountNotPermitted), as kubelet's mount does;
+// WithDiskBackedVolumes puts them on disk instead, which is weaker and
+// meant for unprivileged tests. A failure is kubelet's
+// "MountVolume.SetUp failed for volume ..." and a FailedMount event.
+// Tokens is kubelet's token manager (pkg/kubelet/token). Where podstart
+// differs:
 //
-//   - Secret, downward API and projected volumes are directories on the
-//     root dir's disk, not kubelet's tmpfs mounts (a mount needs
-//     privileges and a mount namespace podstart does not manage).
+//   - The tmpfs is mounted in podstart's own mount namespace with
+//     mount(2); kubelet runs mount(8) outside systemd. noswap is tried on
+//     the first mount and dropped if the kernel refuses it; kubelet probes
+//     once with a throw-away mount. Kubelet knows that a volume is set up
+//     from a ready file in its plugins directory; podstart from the mount
+//     itself (a tmpfs at the volume's path).
 //   - clusterTrustBundle and podCertificate projections are refused
 //     (ErrProjectionNotSupported): they need kubelet's managers of those
 //     API objects. Volume types other than these four, hostPath and

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podstart/podstart/apiobjects"
+	fakemount "github.com/podstart/podstart/mounts/fake"
 )
 
 // secretsOnly is a Source serving a few Secrets, as an informer's lister
@@ -28,8 +29,10 @@ func (s secretsOnly) GetConfigMap(_ context.Context, _, name string) (*corev1.Co
 	return nil, apierrors.NewNotFound(corev1.Resource("configmap"), name)
 }
 
-// A pod's Secret volume, written as kubelet writes it; podsync takes the
-// provider with podsync.WithVolumes.
+// A pod's Secret volume, written as kubelet writes it, on a tmpfs; podsync
+// takes the provider with podsync.WithVolumes. The example mounts through
+// mounts/fake, so that it runs without the privilege to mount; a node
+// agent leaves the default, the host's mounter.
 func ExampleVolumes() {
 	root, _ := os.MkdirTemp("", "podstart-example")
 	defer os.RemoveAll(root)
@@ -42,7 +45,8 @@ func ExampleVolumes() {
 			{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tls", DefaultMode: &mode}}},
 		}},
 	}
-	v := apiobjects.NewVolumes(src, root)
+	mounter := fakemount.New()
+	v := apiobjects.NewVolumes(src, root, apiobjects.WithMounter(mounter))
 	if _, err := v.Volumes(context.Background(), pod); err != nil {
 		fmt.Println(err)
 	}
@@ -52,8 +56,13 @@ func ExampleVolumes() {
 	b, _ := os.ReadFile(filepath.Join(vols["db"].HostPath, "password"))
 	fmt.Println(rel, vols["db"].ReadOnly)
 	fmt.Printf("password: %s\n", b)
+	for _, m := range mounter.Tmpfs() {
+		rel, _ := filepath.Rel(root, m.Path)
+		fmt.Println("tmpfs at", rel)
+	}
 	// Output:
 	// MountVolume.SetUp failed for volume "tls" : secret "tls" not found
 	// pods/web-1/volumes/kubernetes.io~secret/db true
 	// password: hunter2
+	// tmpfs at pods/web-1/volumes/kubernetes.io~secret/db
 }

@@ -35,15 +35,21 @@ const (
 // volume's payload from the API objects and writes it with
 // mounts.WriteAtomic under kubelet's
 // <root>/pods/<uid>/volumes/kubernetes.io~<plugin>/<name>, so a changed
-// Secret reaches the running pod as it does with kubelet. hostPath and
-// emptyDir volumes are podsync.DefaultVolumes'; any other type is
-// refused by name (podsync.ErrVolumeNotSupported).
+// Secret reaches the running pod as it does with kubelet. Secret,
+// downward API and projected volumes live on a tmpfs mounted there first
+// (kubelet's Memory emptyDir wrapper), so secrets and service account
+// tokens never reach the node's disk; ConfigMap volumes are directories,
+// as kubelet's. hostPath and emptyDir volumes are
+// podsync.DefaultVolumes'; any other type is refused by name
+// (podsync.ErrVolumeNotSupported).
 type Volumes struct {
 	src         Source
 	rootDir     string
 	tokens      *Tokens
 	recorder    EventRecorder
 	allocatable corev1.ResourceList
+	mounter     mounts.Mounter
+	diskBacked  bool
 }
 
 // VolumeOption configures Volumes.
@@ -71,12 +77,31 @@ func WithNodeAllocatable(l corev1.ResourceList) VolumeOption {
 	return func(v *Volumes) { v.allocatable = l }
 }
 
+// WithMounter sets the Mounter that mounts the tmpfs of Secret, downward
+// API, projected and emptyDir medium Memory volumes (default: the host's,
+// mounts.HostMounter). Tests without the privilege to mount pass
+// mounts/fake's; the Syncer that removes the pods should have the same
+// one (podsync.WithMounter).
+func WithMounter(m mounts.Mounter) VolumeOption { return func(v *Volumes) { v.mounter = m } }
+
+// WithDiskBackedVolumes puts Secret, downward API, projected and emptyDir
+// medium Memory volumes in plain directories on the root dir's disk
+// instead of a tmpfs. This is weaker than kubelet: secrets and service
+// account tokens are written to the node's disk and outlive a crash
+// there. It exists for callers that cannot mount (unprivileged tests);
+// without it, a process that may not mount gets a failed volume
+// (mounts.ErrMountNotPermitted), never a silent fall back to disk.
+func WithDiskBackedVolumes() VolumeOption { return func(v *Volumes) { v.diskBacked = true } }
+
 // NewVolumes returns a provider reading objects from src and writing
 // volumes under rootDir (kubelet's root dir).
 func NewVolumes(src Source, rootDir string, opts ...VolumeOption) *Volumes {
 	v := &Volumes{src: src, rootDir: rootDir}
 	for _, o := range opts {
 		o(v)
+	}
+	if v.mounter == nil {
+		v.mounter = &mounts.HostMounter{}
 	}
 	return v
 }
@@ -138,13 +163,16 @@ func (v *Volumes) Volume(ctx context.Context, pod *corev1.Pod, vol corev1.Volume
 			FsUser: FsUser(pod), FsGroup: fsGroup, NodeAllocatable: v.allocatable,
 		})
 	case vol.HostPath != nil, vol.EmptyDir != nil:
-		return podsync.DefaultVolumes{RootDir: v.rootDir}.Volume(ctx, pod, vol)
+		return podsync.DefaultVolumes{RootDir: v.rootDir, Mounter: v.mounter, NodeAllocatable: v.allocatable, DiskBacked: v.diskBacked}.Volume(ctx, pod, vol)
 	default:
 		return mounts.Volume{}, supported(vol)
 	}
 	dir := filepath.Join(podsync.PodDir(v.rootDir, pod), "volumes", plugin, vol.Name)
 	if err == nil {
-		err = write(dir, files, fsGroup)
+		// Kubelet's plugins wrap an emptyDir: medium Memory for all but
+		// ConfigMap.
+		tmpfs := plugin != configMapPluginDir && !v.diskBacked
+		err = v.write(pod, dir, files, fsGroup, tmpfs)
 	}
 	if err != nil {
 		err = fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", vol.Name, err)
@@ -191,31 +219,94 @@ func (v *Volumes) configMapPayload(ctx context.Context, pod *corev1.Pod, c *core
 }
 
 // write is what kubelet's plugins do after building the payload: the
-// directory set up as their emptyDir wrapper sets it up (0777, fsGroup
-// ownership read-write) the first time, then the payload written
-// atomically, fsGroup ownership (read-only mask) applied to the whole
-// volume before the new payload becomes visible.
-func write(dir string, files map[string]mounts.File, fsGroup *int64) error {
-	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o777); err != nil {
+// wrapped emptyDir set up (the directory 0777; a tmpfs of kubelet's size
+// mounted on it unless one already is, so that each sync does not stack
+// another; fsGroup ownership read-write when newly made), then the
+// payload written atomically, fsGroup ownership (read-only mask) applied
+// to the whole volume before the new payload becomes visible. If the
+// payload cannot be written the volume is torn down (unmounted, removed),
+// as kubelet's plugins do, so a failed setup leaves no mount behind.
+func (v *Volumes) write(pod *corev1.Pod, dir string, files map[string]mounts.File, fsGroup *int64, tmpfs bool) error {
+	fresh := false
+	if tmpfs {
+		if err := makeVolumeDir(dir); err != nil {
 			return err
 		}
-		if err := os.Chmod(dir, 0o777); err != nil { // whatever the umask
+		fsType, isMnt, err := v.mounter.MountPoint(dir)
+		if err != nil {
 			return err
 		}
-		if fsGroup != nil {
+		if !isMnt || fsType != mounts.FSTypeTmpfs {
+			// The wrapped volume has no sizeLimit: node allocatable and
+			// the pod's memory limit.
+			if err := v.mounter.MountTmpfs(dir, podsync.MemoryVolumeSize(pod, v.allocatable, nil)); err != nil {
+				return err
+			}
+			fresh = true
+		}
+	} else if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := makeVolumeDir(dir); err != nil {
+			return err
+		}
+		fresh = true
+	} else if err != nil {
+		return err
+	}
+	err := func() error {
+		if fresh && fsGroup != nil {
 			if err := mounts.SetVolumeOwnership(dir, *fsGroup, false); err != nil {
 				return err
 			}
 		}
-	} else if err != nil {
+		var opts []mounts.AtomicOption
+		if fsGroup != nil {
+			opts = append(opts, mounts.WithSetPerms(func() error { return mounts.SetVolumeOwnership(dir, *fsGroup, true) }))
+		}
+		return mounts.WriteAtomic(dir, files, opts...)
+	}()
+	if err != nil {
+		return errors.Join(err, v.tearDown(dir))
+	}
+	return nil
+}
+
+// tearDown is kubelet's TearDown of the wrapped emptyDir: the tmpfs
+// unmounted if there is one, then the directory removed.
+func (v *Volumes) tearDown(dir string) error {
+	fsType, isMnt, err := v.mounter.MountPoint(dir)
+	if err != nil {
+		return fmt.Errorf("tear down %s: %w", dir, err)
+	}
+	if isMnt && fsType == mounts.FSTypeTmpfs {
+		if err := v.mounter.Unmount(dir); err != nil {
+			return fmt.Errorf("tear down %s: %w", dir, err)
+		}
+	} else if isMnt {
+		return fmt.Errorf("tear down %s: a %s file system is mounted there, so it is kept", dir, fsType)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("tear down %s: %w", dir, err)
+	}
+	return nil
+}
+
+// makeVolumeDir is kubelet's emptyDir setupDir: the directory with mode
+// 0777, whatever the umask.
+func makeVolumeDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return err
 	}
-	var opts []mounts.AtomicOption
-	if fsGroup != nil {
-		opts = append(opts, mounts.WithSetPerms(func() error { return mounts.SetVolumeOwnership(dir, *fsGroup, true) }))
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
 	}
-	return mounts.WriteAtomic(dir, files, opts...)
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if fi.Mode().Perm() != 0o777 {
+		return os.Chmod(dir, 0o777)
+	}
+	return nil
 }
 
 func podFSGroup(pod *corev1.Pod) *int64 {

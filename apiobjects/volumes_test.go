@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podstart/podstart/mounts"
+	fakemount "github.com/podstart/podstart/mounts/fake"
 	"github.com/podstart/podstart/podsync"
 )
 
@@ -105,7 +106,7 @@ func TestVolumesWriteFiles(t *testing.T) {
 		corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		corev1.Volume{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: host}}},
 	)
-	v := NewVolumes(src, root, WithTokenRequester(req))
+	v := NewVolumes(src, root, WithMounter(fakemount.New()), WithTokenRequester(req))
 	got, err := v.Volumes(context.Background(), pod)
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +164,7 @@ func TestVolumesSecretChange(t *testing.T) {
 	root := t.TempDir()
 	src := newTestSource(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"}, Data: map[string][]byte{"a": []byte("1"), "b": []byte("2")}})
 	pod := volumePod(secretVolume("creds", "creds", false))
-	v := NewVolumes(src, root)
+	v := NewVolumes(src, root, WithMounter(fakemount.New()))
 	got, err := v.Volumes(context.Background(), pod)
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +191,7 @@ func TestVolumesSecretChange(t *testing.T) {
 func TestVolumesMissingObjects(t *testing.T) {
 	root := t.TempDir()
 	rec := &testRecorder{}
-	v := NewVolumes(newTestSource(), root, WithEventRecorder(rec))
+	v := NewVolumes(newTestSource(), root, WithMounter(fakemount.New()), WithEventRecorder(rec))
 	optCM := corev1.Volume{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "gone"}, Optional: ptr.To(true), DefaultMode: ptr.To[int32](0o644),
 		Items: []corev1.KeyToPath{{Key: "k", Path: "p"}}}}}
@@ -222,13 +223,13 @@ func TestVolumesMissingObjects(t *testing.T) {
 
 	// A key missing from a required Secret: kubelet's message.
 	src := newTestSource(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"}, Data: map[string][]byte{"a": []byte("1")}})
-	_, err = NewVolumes(src, root).Volumes(context.Background(), volumePod(secretVolume("creds", "creds", false, corev1.KeyToPath{Key: "nokey", Path: "p"})))
+	_, err = NewVolumes(src, root, WithMounter(fakemount.New())).Volumes(context.Background(), volumePod(secretVolume("creds", "creds", false, corev1.KeyToPath{Key: "nokey", Path: "p"})))
 	if err == nil || err.Error() != `MountVolume.SetUp failed for volume "creds" : references non-existent secret key: nokey` || !errors.Is(err, ErrVolumeKeyMissing) {
 		t.Fatalf("missing key: %v", err)
 	}
 	// A Source failing otherwise fails even an optional reference.
 	src.err = errors.New("connection refused")
-	if _, err := NewVolumes(src, root).Volumes(context.Background(), volumePod(secretVolume("creds", "creds", true))); err == nil || !strings.Contains(err.Error(), "connection refused") {
+	if _, err := NewVolumes(src, root, WithMounter(fakemount.New())).Volumes(context.Background(), volumePod(secretVolume("creds", "creds", true))); err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("Source failure: %v", err)
 	}
 }
@@ -240,7 +241,7 @@ func TestVolumesRefused(t *testing.T) {
 	src := newTestSource(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"}})
 	pod := volumePod(secretVolume("creds", "creds", false),
 		corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}})
-	_, err := NewVolumes(src, root).Volumes(context.Background(), pod)
+	_, err := NewVolumes(src, root, WithMounter(fakemount.New())).Volumes(context.Background(), pod)
 	if !errors.Is(err, podsync.ErrVolumeNotSupported) || !strings.Contains(err.Error(), `volume "data": persistentVolumeClaim:`) {
 		t.Fatalf("err = %v", err)
 	}
@@ -249,7 +250,7 @@ func TestVolumesRefused(t *testing.T) {
 	}
 	pod = volumePod(corev1.Volume{Name: "certs", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: ptr.To[int32](0o644),
 		Sources: []corev1.VolumeProjection{{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{SignerName: ptr.To("example.com/s"), Path: "ca.pem"}}}}}})
-	_, err = NewVolumes(src, root).Volumes(context.Background(), pod)
+	_, err = NewVolumes(src, root, WithMounter(fakemount.New())).Volumes(context.Background(), pod)
 	if !errors.Is(err, ErrProjectionNotSupported) || !strings.Contains(err.Error(), "clusterTrustBundle") {
 		t.Fatalf("err = %v", err)
 	}
@@ -269,7 +270,7 @@ func TestVolumesFSGroup(t *testing.T) {
 		corev1.Volume{Name: "tok", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: ptr.To[int32](0o644), Sources: []corev1.VolumeProjection{
 			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}})
 	pod.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: &gid, RunAsUser: &uid}
-	got, err := NewVolumes(src, root, WithTokenRequester(&testRequester{})).Volumes(context.Background(), pod)
+	got, err := NewVolumes(src, root, WithMounter(fakemount.New()), WithTokenRequester(&testRequester{})).Volumes(context.Background(), pod)
 	if err != nil {
 		t.Fatal(err)
 	}
