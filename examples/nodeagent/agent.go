@@ -23,6 +23,7 @@ import (
 	"github.com/podstart/podstart/apiobjects"
 	"github.com/podstart/podstart/criconfig"
 	"github.com/podstart/podstart/images"
+	"github.com/podstart/podstart/mounts"
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/podworker"
 	"github.com/podstart/podstart/probes"
@@ -48,6 +49,11 @@ type Config struct {
 	// Ready, if set, is called once the node is registered and the pods
 	// bound to it are known (tests wait on it).
 	Ready func()
+	// Mounter mounts the tmpfs of Secret, downward API, projected and
+	// Memory emptyDir volumes and unmounts them when pods go (nil: the
+	// host's; the agent then needs CAP_SYS_ADMIN, as kubelet does). Tests
+	// over a fake runtime pass mounts/fake's.
+	Mounter mounts.Mounter
 }
 
 type agent struct {
@@ -93,11 +99,15 @@ func Run(ctx context.Context, cfg Config) error {
 	objects := apiObjects{cfg.Client}
 	tokens := apiobjects.NewTokens(objects)
 	wg.Go(func() { tokens.Run(ctx) }) // drops expired tokens every minute
+	mounter := cfg.Mounter
+	if mounter == nil {
+		mounter = &mounts.HostMounter{}
+	}
 	syncer := podsync.NewSyncer(cfg.Runtime, ims,
-		podsync.WithNode(a.host),
+		podsync.WithNode(a.host), podsync.WithMounter(mounter),
 		podsync.WithRootDir(cfg.RootDir), podsync.WithPodLogsDir(cfg.PodLogsDir),
 		podsync.WithRecorder(recorder), podsync.WithProbes(prober),
-		podsync.WithVolumes(apiobjects.NewVolumes(objects, cfg.RootDir, apiobjects.WithTokens(tokens),
+		podsync.WithVolumes(apiobjects.NewVolumes(objects, cfg.RootDir, apiobjects.WithTokens(tokens), apiobjects.WithMounter(mounter),
 			apiobjects.WithEventRecorder(recorder), apiobjects.WithNodeAllocatable(node.Status.Allocatable))),
 		// Services give every container KUBERNETES_SERVICE_HOST and _PORT
 		// (client-go's in-cluster config) and, with enableServiceLinks, its

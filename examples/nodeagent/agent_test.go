@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podstart/podstart/defaults"
+	fakemount "github.com/podstart/podstart/mounts/fake"
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/runtime/fake"
 )
@@ -31,10 +32,11 @@ import (
 const nodeName = "agent-1"
 
 type harness struct {
-	client *k8sfake.Clientset
-	clock  *testingclock.FakeClock
-	rt     *fake.Runtime
-	root   string
+	client  *k8sfake.Clientset
+	clock   *testingclock.FakeClock
+	rt      *fake.Runtime
+	root    string
+	mounter *fakemount.Mounter
 }
 
 // start runs the agent against a fake API server and runtime/fake until
@@ -46,9 +48,11 @@ func start(t *testing.T, opts ...fake.Option) *harness {
 		clock:  testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
 		rt:     fake.New(opts...),
 		root:   t.TempDir(),
+		// The runtime is a fake: the volumes' tmpfs are too.
+		mounter: fakemount.New(),
 	}
 	runAgent(t, Config{Client: h.client, Runtime: h.rt, NodeName: nodeName, RootDir: h.root,
-		PodLogsDir: filepath.Join(h.root, "logs"), Clock: h.clock})
+		PodLogsDir: filepath.Join(h.root, "logs"), Clock: h.clock, Mounter: h.mounter})
 	return h
 }
 
@@ -193,6 +197,16 @@ func TestPodReachesRunning(t *testing.T) {
 		if target, err := os.Readlink(filepath.Join(vdir, path)); err != nil || target != filepath.Join("..data", filepath.Base(path)) {
 			t.Errorf("%s links to %q (%v), want through ..data", path, target, err)
 		}
+	}
+	// Secret, downward API and projected volumes on a tmpfs, as kubelet's;
+	// the ConfigMap on disk.
+	var tmpfs []string
+	for _, m := range h.mounter.Tmpfs() {
+		rel, _ := filepath.Rel(vdir, m.Path)
+		tmpfs = append(tmpfs, rel)
+	}
+	if want := []string{"kubernetes.io~secret/creds", "kubernetes.io~downward-api/info", "kubernetes.io~projected/kube-api-access"}; !slices.Equal(tmpfs, want) {
+		t.Errorf("tmpfs mounts %v, want %v", tmpfs, want)
 	}
 	// The container got the secret's value in its environment and the
 	// volumes as mounts.

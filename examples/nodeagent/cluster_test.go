@@ -15,6 +15,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 
+	"github.com/podstart/podstart/mounts"
+	fakemount "github.com/podstart/podstart/mounts/fake"
+	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/runtime/fake"
 	"github.com/podstart/podstart/test/cluster"
 )
@@ -63,7 +66,7 @@ func TestAgentAgainstAPIServer(t *testing.T) {
 
 	root := t.TempDir()
 	runAgent(t, Config{Client: clientFor(t, c.NodeKubeconfig), Runtime: fake.New(), NodeName: node, RootDir: root,
-		PodLogsDir: filepath.Join(root, "logs"), Clock: clock.RealClock{}})
+		PodLogsDir: filepath.Join(root, "logs"), Clock: clock.RealClock{}, Mounter: fakemount.New()})
 
 	n, err := admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
@@ -108,6 +111,19 @@ func TestAgentAgainstAPIServer(t *testing.T) {
 // returns once it is ready.
 func runAgent(t *testing.T, cfg Config) (stop func()) {
 	t.Helper()
+	if cfg.Mounter == nil {
+		// Real mounts: whatever pods remain when the test ends, their
+		// tmpfs go before their temporary root does (this runs after the
+		// agent stops).
+		t.Cleanup(func() {
+			dirs, _ := filepath.Glob(filepath.Join(cfg.RootDir, "pods", "*"))
+			for _, d := range dirs {
+				if err := podsync.UnmountMemoryVolumes(&mounts.HostMounter{}, d); err != nil {
+					t.Errorf("unmount volumes of %s: %v", d, err)
+				}
+			}
+		})
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	agentReady, done := make(chan struct{}), make(chan error, 1)
 	cfg.Ready = func() { close(agentReady) }
