@@ -3,6 +3,7 @@ package mounts
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,4 +59,34 @@ func BenchmarkOSDisk(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkHostMounterMountPoint: the check each sync makes per
+// memory-backed volume before deciding to mount (statx, then statfs for a
+// mount root).
+func BenchmarkHostMounterMountPoint(b *testing.B) {
+	var m HostMounter
+	dir := b.TempDir()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := m.MountPoint(dir); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParseMountInfo: a node's mount table of 500 entries, read once
+// per pod removal.
+func BenchmarkParseMountInfo(b *testing.B) {
+	var sb strings.Builder
+	for i := range 500 {
+		fmt.Fprintf(&sb, "%d 22 0:%d / /var/lib/kubelet/pods/uid-%d/volumes/kubernetes.io~secret/tok rw,relatime shared:5 - tmpfs tmpfs rw,size=1024k,noswap\n", 100+i, 40+i, i)
+	}
+	in := sb.String()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseMountInfo(strings.NewReader(in)); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
