@@ -279,10 +279,8 @@ func (h *Heartbeat) Run(ctx context.Context) {
 		}
 		log.Error(err, "Unable to register node")
 		step = min(2*step, maxBackoff)
-		select {
-		case <-ctx.Done():
+		if !h.sleepUntil(ctx, h.clock.Now().Add(step)) {
 			return
-		case <-h.clock.After(step):
 		}
 	}
 	renew := time.Duration(float64(h.leaseDuration) * 0.25)
@@ -311,11 +309,27 @@ func (h *Heartbeat) Run(ctx context.Context) {
 		if h.runtime != nil && h.state != nil {
 			next = earliest(next, nextRuntime)
 		}
-		select {
-		case <-ctx.Done():
+		if !h.sleepUntil(ctx, next) {
 			return
-		case <-h.clock.After(next.Sub(h.clock.Now())):
 		}
+	}
+}
+
+// sleepUntil waits for the clock to reach t, false if ctx ended first. The
+// clock is read again once the timer is armed: a fake clock stepped past t
+// in between would otherwise never fire it (it fires timers only on a
+// step, and their target is taken from the time of arming).
+func (h *Heartbeat) sleepUntil(ctx context.Context, t time.Time) bool {
+	timer := h.clock.NewTimer(t.Sub(h.clock.Now()))
+	defer timer.Stop()
+	if !h.clock.Now().Before(t) {
+		return ctx.Err() == nil
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C():
+		return true
 	}
 }
 
