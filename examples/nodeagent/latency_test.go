@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -36,7 +37,9 @@ import (
 // the other's pods): the same pods reach Running and Ready on both, their
 // statuses as the API server holds them are equal field by field (after
 // IDs, pod IPs, times and admission's random volume suffix are masked),
-// and the start latency (creation to Ready as a watch sees it) is
+// what a container sees of its Secret, ConfigMap, downward API, emptyDir
+// and memory emptyDir volumes and its environment is the same (names,
+// modes, owners, contents, mount types, env), and the start latency (creation to Ready as a watch sees it) is
 // reported for both, medians over 10 pods each.
 func TestStartLatencyAgainstKubelet(t *testing.T) {
 	endpoint, dir := containerdEnv(t, "kubelet")
@@ -49,6 +52,13 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := admin.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"}, Data: map[string]string{"ca.crt": "CA"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// What the "vols" pods refer to.
+	if _, err := admin.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}, Data: map[string]string{"MODE": "fast"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"}, Data: map[string][]byte{"token": []byte("s3cret")}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
@@ -139,6 +149,7 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 		})
 	}
 	compareStatuses(t, admin, agentNode, kubeletNode)
+	compareContainerViews(t, admin, endpoint, agentNode+"-vols", kubeletNode+"-vols")
 	median := func(node string) time.Duration {
 		mu.Lock()
 		defer mu.Unlock()
@@ -243,6 +254,19 @@ func statusPods(node, image string) []*corev1.Pod {
 				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: 1}},
 				{Name: "done", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Command: sleep,
 					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem}}}}}},
+		// Volumes of each kind the agent serves, env from a ConfigMap.
+		{ObjectMeta: metav1.ObjectMeta{Name: node + "-vols"}, Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &grace,
+			Volumes: []corev1.Volume{
+				{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}},
+				{Name: "settings", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}},
+				{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+					{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}},
+				{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}},
+			Containers: []corev1.Container{{Name: "app", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Command: sleep,
+				EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "creds", MountPath: "/creds"}, {Name: "settings", MountPath: "/etc/settings"},
+					{Name: "info", MountPath: "/info"}, {Name: "scratch", MountPath: "/scratch"}, {Name: "cache", MountPath: "/cache"}}}}}},
 		// Ends Failed: an exit code, a termination message from the file,
 		// and one from the log's tail.
 		{ObjectMeta: metav1.ObjectMeta{Name: node + "-exits"}, Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &grace,
@@ -322,4 +346,49 @@ func normalizedStatus(t *testing.T, s corev1.PodStatus) any {
 		return v
 	}
 	return walk("", v)
+}
+
+// containerView is what the "vols" pods' container sees of its volumes,
+// mounts and environment: names, modes, owners, types and contents, no
+// times (the ..data directory's name is a timestamp, so only its link is
+// followed).
+const containerView = `for f in /creds /creds/* /creds/..data /creds/..data/* /etc/settings /etc/settings/* /info /info/* /scratch /cache; do stat -c '%n %a %u %g %F' $f; done
+ls -a /creds /etc/settings /info; cat /creds/token; echo; cat /etc/settings/MODE; echo; cat /info/labels; echo
+grep -E ' /(creds|etc/settings|info|scratch|cache) ' /proc/mounts | cut -d' ' -f2,3 | sort
+env | grep -vE '^(HOSTNAME|POD_NAME)=' | sort`
+
+// compareContainerViews runs containerView in the agent's pod and in
+// kubelet's, through containerd itself, and compares the answers.
+func compareContainerViews(t *testing.T, admin kubernetes.Interface, endpoint, agentPod, kubeletPod string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rt, err := runtime.Dial(ctx, endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	view := func(name string) string {
+		p, err := admin.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil || len(p.Status.ContainerStatuses) == 0 {
+			t.Fatalf("pod %s: %v", name, err)
+		}
+		id := strings.SplitN(p.Status.ContainerStatuses[0].ContainerID, "://", 2)[1]
+		out, errOut, err := rt.ExecSync(ctx, id, []string{"sh", "-c", containerView}, 20*time.Second)
+		if err != nil {
+			t.Fatalf("exec in %s: %v", name, err)
+		}
+		return string(out) + string(errOut)
+	}
+	// AtomicWriter's timestamped directory names differ by when they were written.
+	stamp := regexp.MustCompile(`\.\.\d{4}_\d\d_\d\d_\d\d_\d\d_\d\d\.\d+`)
+	k := stamp.ReplaceAllString(view(kubeletPod), "..<timestamp>")
+	a := stamp.ReplaceAllString(view(agentPod), "..<timestamp>")
+	if diff := cmp.Diff(strings.Split(k, "\n"), strings.Split(a, "\n")); diff != "" {
+		t.Errorf("the container's view of its volumes and env differs from kubelet's (-kubelet +agent):\n%s", diff)
+	}
+	t.Logf("container views compared: %d lines equal", strings.Count(k, "\n"))
+	if testing.Verbose() {
+		t.Logf("kubelet's container view:\n%s", k)
+	}
 }
