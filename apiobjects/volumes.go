@@ -229,7 +229,7 @@ func (v *Volumes) configMapPayload(ctx context.Context, pod *corev1.Pod, c *core
 func (v *Volumes) write(pod *corev1.Pod, dir string, files map[string]mounts.File, fsGroup *int64, tmpfs bool) error {
 	fresh := false
 	if tmpfs {
-		if err := makeVolumeDir(dir); err != nil {
+		if err := mounts.MakeVolumeDir(dir); err != nil {
 			return err
 		}
 		fsType, isMnt, err := v.mounter.MountPoint(dir)
@@ -245,7 +245,7 @@ func (v *Volumes) write(pod *corev1.Pod, dir string, files map[string]mounts.Fil
 			fresh = true
 		}
 	} else if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
-		if err := makeVolumeDir(dir); err != nil {
+		if err := mounts.MakeVolumeDir(dir); err != nil {
 			return err
 		}
 		fresh = true
@@ -286,25 +286,6 @@ func (v *Volumes) tearDown(dir string) error {
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("tear down %s: %w", dir, err)
-	}
-	return nil
-}
-
-// makeVolumeDir is kubelet's emptyDir setupDir: the directory with mode
-// 0777, whatever the umask.
-func makeVolumeDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return err
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir)
-	}
-	if fi.Mode().Perm() != 0o777 {
-		return os.Chmod(dir, 0o777)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package mounts
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -49,4 +50,25 @@ func SetVolumeOwnership(dir string, fsGroup int64, readOnly bool) error {
 		}
 		return os.Chmod(p, info.Mode()|m)
 	})
+}
+
+// MakeVolumeDir is kubelet's emptyDir setupDir: the volume's directory,
+// made with mode 0777 whatever the umask (a container of any user may
+// write an emptyDir), and refused if something other than a directory is
+// there.
+func MakeVolumeDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if fi.Mode().Perm() != 0o777 {
+		return os.Chmod(dir, 0o777)
+	}
+	return nil
 }

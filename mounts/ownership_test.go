@@ -109,3 +109,29 @@ func TestWriteAtomicOwnerAndSetPerms(t *testing.T) {
 		t.Errorf("setPerms ran %d times, want once (the second payload has the same contents)", calls)
 	}
 }
+
+// MakeVolumeDir leaves a 0777 directory whatever the umask and whatever
+// mode an earlier directory had, and refuses a file in its place.
+func TestMakeVolumeDir(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "volumes", "kubernetes.io~empty-dir", "scratch")
+	if err := MakeVolumeDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := MakeVolumeDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o777 {
+		t.Fatalf("mode %v, %v; want 0777", fi.Mode(), err)
+	}
+	file := filepath.Join(root, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := MakeVolumeDir(file); err == nil {
+		t.Fatal("a file in the volume's place was accepted")
+	}
+}

@@ -139,7 +139,7 @@ func (d DefaultVolumes) emptyDir(pod *corev1.Pod, v corev1.Volume) (mounts.Volum
 		return mounts.Volume{}, fmt.Errorf("volume %q: emptyDir.medium %q: %w (the default medium and Memory are)", v.Name, medium, ErrVolumeNotSupported)
 	}
 	dir := filepath.Join(PodDir(d.RootDir, pod), "volumes", emptyDirPluginDir, v.Name)
-	if err := makeVolumeDir(dir); err != nil {
+	if err := mounts.MakeVolumeDir(dir); err != nil {
 		return mounts.Volume{}, fmt.Errorf("volume %q: %w", v.Name, err)
 	}
 	if medium == corev1.StorageMediumMemory && !d.DiskBacked {
@@ -166,25 +166,6 @@ func (d DefaultVolumes) mounter() mounts.Mounter {
 // hostMounter is shared by the providers and Syncers given no Mounter, so
 // that what it learns of the kernel (noswap) is learnt once.
 var hostMounter = &mounts.HostMounter{}
-
-// makeVolumeDir is kubelet's emptyDir setupDir: the directory with mode
-// 0777, whatever the umask.
-func makeVolumeDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return err
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir)
-	}
-	if fi.Mode().Perm() != 0o777 {
-		return os.Chmod(dir, 0o777)
-	}
-	return nil
-}
 
 // EnsureTmpfs mounts a tmpfs of size bytes (0: the kernel's default) at
 // dir unless dir already is the root of a tmpfs: kubelet's setupTmpfs,
