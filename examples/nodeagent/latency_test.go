@@ -244,6 +244,7 @@ func statusPods(node, image string) []*corev1.Pod {
 	grace := int64(5)
 	sleep := []string{"sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"}
 	cpu, mem := resource.MustParse("100m"), resource.MustParse("32Mi")
+	uid, gid := int64(1000), int64(2000)
 	return []*corev1.Pod{
 		{ObjectMeta: metav1.ObjectMeta{Name: node + "-rich", Labels: map[string]string{"app": "rich"}}, Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &grace,
 			InitContainers: []corev1.Container{{Name: "init", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"true"}}},
@@ -256,6 +257,7 @@ func statusPods(node, image string) []*corev1.Pod {
 					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem}}}}}},
 		// Volumes of each kind the agent serves, env from a ConfigMap.
 		{ObjectMeta: metav1.ObjectMeta{Name: node + "-vols"}, Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &grace,
+			SecurityContext: &corev1.PodSecurityContext{RunAsUser: &uid, FSGroup: &gid},
 			Volumes: []corev1.Volume{
 				{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}},
 				{Name: "settings", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}},
@@ -352,9 +354,11 @@ func normalizedStatus(t *testing.T, s corev1.PodStatus) any {
 // mounts and environment: names, modes, owners, types and contents, no
 // times (the ..data directory's name is a timestamp, so only its link is
 // followed).
-const containerView = `for f in /creds /creds/* /creds/..data /creds/..data/* /etc/settings /etc/settings/* /info /info/* /scratch /cache; do stat -c '%n %a %u %g %F' $f; done
+const containerView = `id
+sa=/var/run/secrets/kubernetes.io/serviceaccount
+for f in /creds /creds/* /creds/..data /creds/..data/* /etc/settings /etc/settings/* /info /info/* /scratch /cache $sa $sa/* $sa/..data/*; do stat -c '%n %a %u %g %F' $f; done
 ls -a /creds /etc/settings /info; cat /creds/token; echo; cat /etc/settings/MODE; echo; cat /info/labels; echo
-grep -E ' /(creds|etc/settings|info|scratch|cache) ' /proc/mounts | cut -d' ' -f2,3 | sort
+grep -E ' /(creds|etc/settings|info|scratch|cache|var/run/secrets/kubernetes.io/serviceaccount) ' /proc/mounts | cut -d' ' -f2,3 | sort
 env | grep -vE '^(HOSTNAME|POD_NAME)=' | sort`
 
 // compareContainerViews runs containerView in the agent's pod and in
