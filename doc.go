@@ -22,16 +22,28 @@
 // mounts turns a container's volume mounts into runtime mounts: safe
 // subPaths that never resolve outside their volume, the managed /etc/hosts,
 // mount propagation, the termination message file, CRI mounts and docker
-// bind strings.
+// bind strings; it also writes volume payloads as kubelet's AtomicWriter
+// and mounts the tmpfs of memory-backed volumes.
+//
+// criconfig is pure: a pod and the node's settings to the PodSandboxConfig
+// and ContainerConfig kubelet sends; defaults applies the API server's
+// defaults to a pod that never went through one.
 //
 // podsync decides what to do with a pod (sandbox, init containers in order,
-// sidecars, restarts with back-off) as a pure function, carries it out
-// over CRI with SyncPod, kills pods and collects what they leave. apistatus
-// turns the runtime's view into a corev1.PodStatus; probes runs liveness,
-// readiness and startup probes; podworker drives each pod with one loop.
+// sidecars, restarts with back-off, in-place resize) as a pure function,
+// carries it out over CRI with SyncPod, kills pods and collects what they
+// leave. apistatus turns the runtime's view into a corev1.PodStatus;
+// probes runs liveness, readiness and startup probes; apiobjects resolves
+// what a pod refers to in the API (Secret, ConfigMap, downward API and
+// projected volumes, service account tokens, env, pull secrets); podworker
+// drives each pod with one loop; statusmanager writes its statuses to an
+// API server; nodestatus keeps the Node and its Lease. None imports
+// client-go: a node agent adapts its client to small interfaces
+// (examples/nodeagent).
 //
-// The layers import strictly downward: podworker above apistatus and
-// probes, above podsync, above images, criconfig and mounts, all above
-// runtime; credentials and mounts stand alone (no gRPC). podstart is
+// The layers import strictly downward: statusmanager above podworker,
+// above apistatus, apiobjects and probes, above podsync, above images,
+// criconfig and mounts, all above runtime; nodestatus needs only criconfig
+// and runtime; credentials and mounts stand alone (no gRPC). podstart is
 // Linux-only.
 package podstart
