@@ -501,5 +501,5 @@ func podResources(pod *corev1.Pod) (*corev1.ResourceRequirements, corev1.Resourc
 	}
 	r.Requests = resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	r.Limits = resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
-	return r, resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	return r, r.Requests.DeepCopy()
 }
