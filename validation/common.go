@@ -1,0 +1,107 @@
+package validation
+
+import (
+	"path"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// The API server's messages.
+const (
+	isNegativeErrorMsg    = `must be greater than or equal to 0`
+	isNotPositiveErrorMsg = `must be greater than zero`
+	isNotIntegerErrorMsg  = `must be an integer`
+	fileModeErrorMsg      = `must be a number between 0 and 0777 (octal), both inclusive`
+)
+
+// dnsLabel is ValidateDNS1123Label.
+func dnsLabel(value string, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Label(value) {
+		errs = append(errs, field.Invalid(fld, value, msg))
+	}
+	return errs
+}
+
+// dnsSubdomain is ValidateDNS1123Subdomain.
+func dnsSubdomain(value string, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Subdomain(value) {
+		errs = append(errs, field.Invalid(fld, value, msg))
+	}
+	return errs
+}
+
+// qualifiedName is ValidateQualifiedName.
+func qualifiedName(value string, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsQualifiedName(value) {
+		errs = append(errs, field.Invalid(fld, value, msg))
+	}
+	return errs
+}
+
+// nonnegative is ValidateNonnegativeField.
+func nonnegative(value int64, fld *field.Path) field.ErrorList {
+	if value < 0 {
+		return field.ErrorList{field.Invalid(fld, value, isNegativeErrorMsg)}
+	}
+	return nil
+}
+
+// positive is ValidatePositiveField.
+func positive(value int64, fld *field.Path) field.ErrorList {
+	if value <= 0 {
+		return field.ErrorList{field.Invalid(fld, value, isNotPositiveErrorMsg)}
+	}
+	return nil
+}
+
+// nonnegativeQuantity is ValidateNonnegativeQuantity.
+func nonnegativeQuantity(value resource.Quantity, fld *field.Path) field.ErrorList {
+	if value.Sign() < 0 {
+		return field.ErrorList{field.Invalid(fld, value.String(), isNegativeErrorMsg)}
+	}
+	return nil
+}
+
+// positiveQuantity is ValidatePositiveQuantityValue.
+func positiveQuantity(value resource.Quantity, fld *field.Path) field.ErrorList {
+	if value.Sign() <= 0 {
+		return field.ErrorList{field.Invalid(fld, value.String(), isNotPositiveErrorMsg)}
+	}
+	return nil
+}
+
+// fileMode is the API server's check of a volume file's mode or
+// defaultMode: 0 to 0777. A mode outside it would become a setuid, setgid
+// or sticky file (or a negative one), so the node never writes one.
+func fileMode(mode *int32, fld *field.Path) field.ErrorList {
+	if mode != nil && (*mode > 0o777 || *mode < 0) {
+		return field.ErrorList{field.Invalid(fld, *mode, fileModeErrorMsg)}
+	}
+	return nil
+}
+
+// localDescendingPath is validateLocalDescendingPath: relative, no "..".
+func localDescendingPath(target string, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if path.IsAbs(target) {
+		errs = append(errs, field.Invalid(fld, target, "must be a relative path"))
+	}
+	return append(errs, noBacksteps(target, fld)...)
+}
+
+// noBacksteps is validatePathNoBacksteps: no ".." element.
+func noBacksteps(target string, fld *field.Path) field.ErrorList {
+	for _, item := range strings.Split(filepath.ToSlash(target), "/") {
+		if item == ".." {
+			return field.ErrorList{field.Invalid(fld, target, "must not contain '..'")}
+		}
+	}
+	return nil
+}
