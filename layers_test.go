@@ -42,7 +42,7 @@ var rules = map[string]rule{
 	// validation: the API server's pod validation, standalone like defaults,
 	// so that every floor (mounts included) can check what it uses.
 	"validation": {forbid: append([]string{grpc, "google.golang.org/protobuf", "k8s.io/cri-api"}, heavyDeps...)},
-	"mounts":       {module: []string{"internal/expansion"}, forbid: append([]string{grpc, "google.golang.org/protobuf", "k8s.io/cri-api"}, heavyDeps...)},
+	"mounts":     {module: []string{"internal/expansion"}, forbid: append([]string{grpc, "google.golang.org/protobuf", "k8s.io/cri-api"}, heavyDeps...)},
 	// mounts/fake: a Mounter in memory, for callers' tests.
 	"mounts/fake": {module: []string{"mounts"}, forbid: append([]string{grpc, "google.golang.org/protobuf", "k8s.io/cri-api"}, heavyDeps...)},
 	"criconfig":   {module: []string{"mounts", "internal/..."}, forbid: heavyDeps},
