@@ -10,7 +10,7 @@ import (
 // validatePodMetadataAndSpec, on the covered fields.
 func podSpec(spec *corev1.PodSpec, meta *metav1.ObjectMeta, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	vols, vErrs := volumes(spec.Volumes, fld.Child("volumes"))
+	vols, vErrs := volumes(spec, meta, fld)
 	errs = append(errs, vErrs...)
 	errs = append(errs, containers(spec, vols, fld)...)
 	errs = append(errs, specFields(spec, fld)...)
