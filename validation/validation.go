@@ -3,6 +3,7 @@ package validation
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,6 +55,7 @@ func Pod(pod *corev1.Pod) field.ErrorList {
 	var errs field.ErrorList
 	meta := field.NewPath("metadata")
 	errs = append(errs, objectMeta(&pod.ObjectMeta, meta)...)
+	errs = append(errs, podAnnotations(pod.Annotations, &pod.Spec, meta.Child("annotations"))...)
 	errs = append(errs, podSpec(&pod.Spec, &pod.ObjectMeta, field.NewPath("spec"))...)
 	return errs
 }
@@ -69,4 +71,89 @@ func objectMeta(m *metav1.ObjectMeta, fld *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(fld.Child("uid"), uid, "must not contain '/' or NUL, nor be '.' or '..'"))
 	}
 	return errs
+}
+
+// Annotations the API server gives meaning to on a pod.
+const (
+	mirrorPodAnnotation          = "kubernetes.io/config.mirror"
+	deletionCostAnnotation       = "controller.kubernetes.io/pod-deletion-cost"
+	seccompPodAnnotation         = "seccomp.security.alpha.kubernetes.io/pod"
+	seccompContainerAnnotation   = "container.seccomp.security.alpha.kubernetes.io/"
+	appArmorContainerAnnotation  = corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix
+	seccompRuntimeDefault        = "runtime/default"
+	seccompDockerDefault         = "docker/default"
+	seccompLocalhostPrefix       = corev1.SeccompLocalhostProfileNamePrefix
+	appArmorLocalhostPrefix      = corev1.DeprecatedAppArmorBetaProfileNamePrefix
+	appArmorRuntimeDefault       = corev1.DeprecatedAppArmorBetaProfileRuntimeDefault
+	appArmorUnconfinedAnnotation = corev1.DeprecatedAppArmorBetaProfileNameUnconfined
+)
+
+// podAnnotations is ValidatePodSpecificAnnotations without the tolerations
+// annotation (scheduling, not the node's).
+func podAnnotations(ann map[string]string, spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if v, ok := ann[mirrorPodAnnotation]; ok && spec.NodeName == "" {
+		errs = append(errs, field.Invalid(fld.Key(mirrorPodAnnotation), v, "must set spec.nodeName if mirror pod annotation is set"))
+	}
+	if v, ok := ann[deletionCostAnnotation]; ok && !validDeletionCost(v) {
+		errs = append(errs, field.Invalid(fld.Key(deletionCostAnnotation), v, "must be a 32bit integer"))
+	}
+	for k, v := range ann {
+		switch {
+		case k == seccompPodAnnotation || strings.HasPrefix(k, seccompContainerAnnotation):
+			errs = append(errs, seccompAnnotation(v, fld.Child(k))...)
+		case strings.HasPrefix(k, appArmorContainerAnnotation):
+			name := strings.TrimPrefix(k, appArmorContainerAnnotation)
+			if !hasContainer(spec, name) {
+				errs = append(errs, field.Invalid(fld.Key(k), name, "container not found"))
+			}
+			if v != "" && v != appArmorRuntimeDefault && v != appArmorUnconfinedAnnotation && !strings.HasPrefix(v, appArmorLocalhostPrefix) {
+				errs = append(errs, field.Invalid(fld.Key(k), v, fmt.Sprintf("invalid AppArmor profile name: %q", v)))
+			}
+		}
+	}
+	return errs
+}
+
+// validDeletionCost: a 32-bit decimal integer with no sign but '-' and no
+// leading zero (helper.GetDeletionCostFromPodAnnotations).
+func validDeletionCost(v string) bool {
+	if v == "" || !(v[0] == '-' || v == "0" || (v[0] >= '1' && v[0] <= '9')) {
+		return false
+	}
+	_, err := strconv.ParseInt(v, 10, 32)
+	return err == nil
+}
+
+// seccompAnnotation is ValidateSeccompProfile, for the deprecated
+// annotations.
+func seccompAnnotation(p string, fld *field.Path) field.ErrorList {
+	switch {
+	case p == seccompRuntimeDefault, p == seccompDockerDefault, p == corev1.SeccompProfileNameUnconfined:
+		return nil
+	case strings.HasPrefix(p, seccompLocalhostPrefix):
+		return localDescendingPath(strings.TrimPrefix(p, seccompLocalhostPrefix), fld)
+	}
+	return field.ErrorList{field.Invalid(fld, p, "must be a valid seccomp profile")}
+}
+
+// hasContainer says whether spec has an init, app or ephemeral container
+// named name.
+func hasContainer(spec *corev1.PodSpec, name string) bool {
+	for i := range spec.InitContainers {
+		if spec.InitContainers[i].Name == name {
+			return true
+		}
+	}
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == name {
+			return true
+		}
+	}
+	for i := range spec.EphemeralContainers {
+		if spec.EphemeralContainers[i].Name == name {
+			return true
+		}
+	}
+	return false
 }
