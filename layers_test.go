@@ -42,26 +42,30 @@ var rules = map[string]rule{
 	// validation: the API server's pod validation, standalone like defaults,
 	// so that every floor (mounts included) can check what it uses.
 	"validation": {forbid: append([]string{grpc, "google.golang.org/protobuf", "k8s.io/cri-api"}, heavyDeps...)},
-	"mounts":     {module: []string{"internal/expansion"}, forbid: append([]string{grpc, "google.golang.org/protobuf", "k8s.io/cri-api"}, heavyDeps...)},
+	"mounts":     {module: []string{"internal/expansion", "validation"}, forbid: append([]string{grpc, "google.golang.org/protobuf", "k8s.io/cri-api"}, heavyDeps...)},
 	// mounts/fake: a Mounter in memory, for callers' tests.
 	"mounts/fake": {module: []string{"mounts"}, forbid: append([]string{grpc, "google.golang.org/protobuf", "k8s.io/cri-api"}, heavyDeps...)},
-	"criconfig":   {module: []string{"mounts", "internal/..."}, forbid: heavyDeps},
+	"criconfig":   {module: []string{"mounts", "validation", "internal/..."}, forbid: heavyDeps},
 	"images":      {module: []string{"credentials", "images/pullrecords", "runtime", "internal/..."}, forbid: heavyDeps},
-	// pullrecords is bookkeeping: files and policies, no podstart runtime.
-	"images/pullrecords": {forbid: heavyDeps},
-	"podsync":            {module: []string{"criconfig", "images", "mounts", "runtime", "internal/..."}, forbid: heavyDeps},
+	// pullrecords is bookkeeping: files and policies, no podstart runtime;
+	// it reads its files through internal/statefile (shared with podsync),
+	// which imports nothing of the module.
+	"images/pullrecords": {module: []string{"internal/statefile"}, forbid: heavyDeps},
+	"podsync":            {module: []string{"criconfig", "images", "mounts", "runtime", "validation", "internal/..."}, forbid: heavyDeps},
 	"apistatus":          {module: []string{"podsync", "criconfig"}, forbid: heavyDeps},
 	// apiobjects: what a pod refers to in the API, for podsync's seams.
-	"apiobjects": {module: []string{"podsync", "criconfig", "mounts"}, forbid: heavyDeps},
+	"apiobjects": {module: []string{"podsync", "criconfig", "mounts", "validation"}, forbid: heavyDeps},
 	// nodestatus: the Node, its status setters and heartbeat, for node agents.
 	"nodestatus": {module: []string{"criconfig", "runtime"}, forbid: heavyDeps},
-	"podworker":  {module: []string{"podsync", "apistatus", "probes", "runtime"}, forbid: heavyDeps},
+	"podworker":  {module: []string{"podsync", "apistatus", "probes", "runtime", "validation"}, forbid: heavyDeps},
 	"probes":     {module: []string{"podsync", "images", "runtime", "internal/..."}, forbid: heavyDeps},
 	// statusmanager: the top floor, writing podworker's statuses to an
 	// API server through its own small Client (no client-go).
 	"statusmanager":      {module: []string{"podworker", "apistatus", "podsync"}, forbid: heavyDeps},
 	"statusmanager/fake": {forbid: heavyDeps},
 	"internal/...":       {module: []string{"runtime", "runtime/fake", "internal/..."}, forbid: heavyDeps},
+	// statefile: the standard library only, so pullrecords may use it.
+	"internal/statefile": {forbid: append([]string{grpc, "google.golang.org/protobuf", "k8s.io/"}, heavyDeps...)},
 	"examples/...":       {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes", clientGo}},
 	// The reference node agent talks to an API server: client-go here only.
 	"examples/nodeagent": {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes"}},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/podstart/podstart/mounts"
 	"github.com/podstart/podstart/podsync"
+	"github.com/podstart/podstart/validation"
 )
 
 // EventRecorder is podsync's (the method of client-go's
@@ -111,8 +112,12 @@ var _ podsync.VolumeProvider = (*Volumes)(nil)
 // Volumes implements podsync.VolumeProvider. A volume of an unsupported
 // type fails the pod before anything is written; otherwise every volume
 // is set up (each failure is its own FailedMount event) and the first
-// failure, in the pod's order, is returned.
+// failure, in the pod's order, is returned. A pod the API server would
+// refuse (validation.Check) is refused before anything is written.
 func (v *Volumes) Volumes(ctx context.Context, pod *corev1.Pod) (mounts.VolumeMap, error) {
+	if err := validation.Check(pod); err != nil {
+		return nil, err
+	}
 	for _, vol := range pod.Spec.Volumes {
 		if err := supported(vol); err != nil {
 			return nil, err
@@ -121,7 +126,7 @@ func (v *Volumes) Volumes(ctx context.Context, pod *corev1.Pod) (mounts.VolumeMa
 	out := make(mounts.VolumeMap, len(pod.Spec.Volumes))
 	var first error
 	for _, vol := range pod.Spec.Volumes {
-		m, err := v.Volume(ctx, pod, vol)
+		m, err := v.volume(ctx, pod, vol)
 		if err != nil {
 			if first == nil {
 				first = err
@@ -138,8 +143,17 @@ func (v *Volumes) Volumes(ctx context.Context, pod *corev1.Pod) (mounts.VolumeMa
 
 // Volume sets up one of the pod's volumes. A failure of the four API
 // plugins is kubelet's "MountVolume.SetUp failed for volume ..." (also a
-// FailedMount Warning event) wrapping the cause.
+// FailedMount Warning event) wrapping the cause. An invalid pod or volume
+// (validation.CheckVolume) is refused before anything is written.
 func (v *Volumes) Volume(ctx context.Context, pod *corev1.Pod, vol corev1.Volume) (mounts.Volume, error) {
+	if err := validation.CheckVolume(pod, &vol); err != nil {
+		return mounts.Volume{}, err
+	}
+	return v.volume(ctx, pod, vol)
+}
+
+// volume is Volume for a pod and volume already checked.
+func (v *Volumes) volume(ctx context.Context, pod *corev1.Pod, vol corev1.Volume) (mounts.Volume, error) {
 	var (
 		plugin string
 		files  map[string]mounts.File

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podstart/podstart/internal/expansion"
+	"github.com/podstart/podstart/validation"
 )
 
 // Errors of Make; each error it returns matches one with errors.Is.
@@ -105,15 +106,17 @@ func WithoutTerminationMessage() Option { return func(o *options) { o.noTerminat
 // message mount: the container's volume mounts in spec order, then the
 // managed /etc/hosts, then the termination message file. Any error aborts
 // the container, as in kubelet, except a termination file that cannot be
-// created, which only drops that mount. A pod whose names would take a
-// host path outside its root (ValidatePodNames) is refused first.
+// created, which only drops that mount. A pod the API server would refuse
+// (validation.Check: names that would take a host path outside its root,
+// hostile subPaths, ...) is refused first, with an error matching
+// validation.ErrInvalidPod (and ErrInvalidName).
 func Make(ctx context.Context, req Request, opts ...Option) ([]Mount, error) {
 	o := options{disk: OSDisk{}, clusterDomain: "cluster.local", nodeHostsFile: EtcHostsPath}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	pod, c := req.Pod, req.Container
-	if err := ValidatePodNames(pod); err != nil {
+	if err := validation.Check(pod); err != nil {
 		return nil, err
 	}
 	mountHosts := ShouldMountHostsFile(pod, req.PodIPs)

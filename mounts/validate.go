@@ -1,28 +1,31 @@
 package mounts
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	podvalidation "github.com/podstart/podstart/validation"
 )
 
 // ErrInvalidName: a pod, container or volume name that becomes part of a
-// host path is not one the API server would accept.
-var ErrInvalidName = errors.New("invalid name")
+// host path is not one the API server would accept. It is
+// validation.ErrInvalidPod: a bad name is one way a pod is invalid.
+var ErrInvalidName = podvalidation.ErrInvalidPod
 
 // ValidatePodNames checks, as the API server would, every name of pod that
 // podstart turns into a host path: the UID (non-empty, no '/', no NUL, not
 // "." or ".."), the namespace (a DNS-1123 label; empty is allowed, as for
 // a pod not yet defaulted), the name (a DNS-1123 subdomain), the names of
 // containers, init and ephemeral containers and volumes (DNS-1123 labels)
-// and the volume names of volumeMounts. A library takes pods from anywhere
-// (a YAML file, a test), not only from the API server, so Make and
-// podsync's SyncPod call it first. The error matches ErrInvalidName and
-// names every bad field.
+// and the volume names of volumeMounts. Make and podsync's SyncPod check
+// the whole pod (validation.Check); ValidatePodNames is for code that
+// only turns a pod's names into paths, such as cleanup of a pod whose
+// spec may be gone. The error matches ErrInvalidName and names every bad
+// field.
 func ValidatePodNames(pod *corev1.Pod) error {
 	if pod == nil {
 		return fmt.Errorf("%w: pod is nil", ErrInvalidName)

@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podstart/podstart/criconfig"
-	"github.com/podstart/podstart/mounts"
+	"github.com/podstart/podstart/validation"
 )
 
 // nilDefaults puts the defaults back where an option set nil.
@@ -25,13 +25,15 @@ func (o *options) nilDefaults() {
 	}
 }
 
-// validatePod refuses a pod whose names would take host paths outside the
-// root or log dirs; SyncPod calls it before anything else.
+// validatePod refuses a pod the API server would refuse
+// (validation.Check: its names would take host paths outside the root or
+// log dirs, its modes, paths, quantities or security settings are ones
+// kubelet never sees); SyncPod calls it before anything else.
 // It also refuses what podsync does not carry out rather than run the pod
 // otherwise: a RestartAllContainers restart rule (kubelet v1.36 restarts
 // every container in place; podsync would restart only the one).
 func validatePod(pod *corev1.Pod) error {
-	if err := mounts.ValidatePodNames(pod); err != nil {
+	if err := validation.Check(pod); err != nil {
 		return err
 	}
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {

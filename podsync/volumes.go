@@ -12,6 +12,7 @@ import (
 
 	"github.com/podstart/podstart/criconfig"
 	"github.com/podstart/podstart/mounts"
+	"github.com/podstart/podstart/validation"
 )
 
 // Kubelet's emptyDir plugin directory under <pod dir>/volumes.
@@ -49,11 +50,15 @@ type DefaultVolumes struct {
 	DiskBacked bool
 }
 
-// Volumes implements VolumeProvider.
+// Volumes implements VolumeProvider. A pod the API server would refuse
+// (validation.Check) is refused before anything is written.
 func (d DefaultVolumes) Volumes(ctx context.Context, pod *corev1.Pod) (mounts.VolumeMap, error) {
+	if err := validation.Check(pod); err != nil {
+		return nil, err
+	}
 	out := mounts.VolumeMap{}
 	for _, v := range pod.Spec.Volumes {
-		m, err := d.Volume(ctx, pod, v)
+		m, err := d.volume(pod, v)
 		if err != nil {
 			return nil, err
 		}
@@ -64,8 +69,18 @@ func (d DefaultVolumes) Volumes(ctx context.Context, pod *corev1.Pod) (mounts.Vo
 
 // Volume resolves one of the pod's volumes, so that a provider serving
 // other types (Secret, ConfigMap, CSI) can hand hostPath and emptyDir
-// here one by one. Any other type is ErrVolumeNotSupported.
+// here one by one. Any other type is ErrVolumeNotSupported. An invalid
+// pod or volume (validation.CheckVolume) is refused before anything is
+// written.
 func (d DefaultVolumes) Volume(_ context.Context, pod *corev1.Pod, v corev1.Volume) (mounts.Volume, error) {
+	if err := validation.CheckVolume(pod, &v); err != nil {
+		return mounts.Volume{}, err
+	}
+	return d.volume(pod, v)
+}
+
+// volume is Volume for a pod and volume already checked.
+func (d DefaultVolumes) volume(pod *corev1.Pod, v corev1.Volume) (mounts.Volume, error) {
 	switch {
 	case v.HostPath != nil:
 		if err := checkHostPath(v.HostPath); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/probes"
 	"github.com/podstart/podstart/runtime"
+	"github.com/podstart/podstart/validation"
 )
 
 // ErrClosed: the Workers were closed.
@@ -209,10 +210,16 @@ func (w *Workers) Close() error {
 }
 
 // Upsert adds a pod or gives its loop a newer spec, and wakes it. A pod
-// with a DeletionTimestamp is terminated as by Delete.
+// with a DeletionTimestamp is terminated as by Delete. A pod the API
+// server would refuse (validation.Check) is refused here, with an error
+// matching validation.ErrInvalidPod, before any sync: a new pod gets no
+// loop, a running pod keeps the spec it had.
 func (w *Workers) Upsert(pod *corev1.Pod) error {
 	if pod == nil {
 		return errors.New("podworker: nil pod")
+	}
+	if err := validation.Check(pod); err != nil {
+		return err
 	}
 	pod = pod.DeepCopy()
 	w.mu.Lock()

@@ -157,3 +157,21 @@ func hasContainer(spec *corev1.PodSpec, name string) bool {
 	}
 	return false
 }
+
+// CheckVolume is Check for a caller that sets up one volume of pod, which
+// a caller may hand over apart from the pod (podsync's VolumeProvider
+// Volume): the pod must be valid, and so must vol, with the API server's
+// rules for a volume of that pod.
+func CheckVolume(pod *corev1.Pod, vol *corev1.Volume) error {
+	if err := Check(pod); err != nil {
+		return err
+	}
+	if vol == nil {
+		return &Error{Namespace: pod.Namespace, Name: pod.Name, Errs: field.ErrorList{field.Required(field.NewPath("volume"), "")}}
+	}
+	spec := corev1.PodSpec{Volumes: []corev1.Volume{*vol}, ServiceAccountName: pod.Spec.ServiceAccountName}
+	if _, errs := volumes(&spec, &pod.ObjectMeta, field.NewPath("spec")); len(errs) > 0 {
+		return &Error{Namespace: pod.Namespace, Name: pod.Name, Errs: errs}
+	}
+	return nil
+}
