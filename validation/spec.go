@@ -52,11 +52,8 @@ func specFields(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 	if spec.ShareProcessNamespace != nil && *spec.ShareProcessNamespace && spec.HostPID {
 		errs = append(errs, field.Invalid(fld.Child("shareProcessNamespace"), *spec.ShareProcessNamespace, "ShareProcessNamespace and HostPID cannot both be enabled"))
 	}
-	for i, s := range spec.ImagePullSecrets {
-		if s != (corev1.LocalObjectReference{Name: s.Name}) {
-			errs = append(errs, field.Invalid(fld.Child("imagePullSecrets").Index(i), s, "only name may be set"))
-		}
-	}
+	// imagePullSecrets: the API server refuses a reference with more than
+	// a name, which the v1 type cannot hold.
 	errs = append(errs, dnsConfig(spec, fld.Child("dnsConfig"))...)
 	for i, g := range spec.ReadinessGates {
 		errs = append(errs, qualifiedName(string(g.ConditionType), fld.Child("readinessGates").Index(i).Child("conditionType"))...)
