@@ -53,4 +53,13 @@
 // lock rather than kubelet's striped locks. Kubelet's image garbage
 // collector calls PruneUnknownRecords; podstart has none, so a caller that
 // removes images calls it.
+//
+// Record files are read more warily than kubelet's os.ReadFile (package
+// internal/statefile): only regular files, opened without following a
+// symlink and without blocking (a FIFO named like a record is not waited
+// on), of at most 64 KiB for an intent and 1 MiB for a pulled record (a
+// larger one is refused from its size, unread). A refused file is a
+// corrupt record (ErrDecode): listed with an error and skipped, and for a
+// lookup an error, so the pod verifies, and the next successful pull
+// writes a new record in its place. New checks ctx between files.
 package pullrecords

@@ -65,7 +65,9 @@ type Manager struct {
 // records as v1beta1, and turns pull intents left by an earlier run whose
 // image is now on the node (images lists them; nil skips this) into
 // pulled records without credentials, so that such images are verified
-// (kubelet's initialize).
+// (kubelet's initialize). Record files are read as the package doc says
+// (regular files only, capped); New returns ctx's error if ctx ends while
+// it reads them.
 func New(ctx context.Context, cfg Config, images ImageLister) (*Manager, error) {
 	enf, err := newEnforcer(cfg.Policy, cfg.Allowlist)
 	if err != nil {
@@ -83,10 +85,13 @@ func New(ctx context.Context, cfg Config, images ImageLister) (*Manager, error) 
 	}
 	m := &Manager{store: store{f}, enforce: enf, now: time.Now, intents: map[string]int{}}
 	log := logr.FromContextOrDiscard(ctx)
-	if err := m.store.migrate(); err != nil {
+	if err := m.store.migrate(ctx); err != nil {
 		log.Error(err, "Error migrating image pull records")
 	}
 	m.initialize(ctx, images)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("reading image pull records: %w", err)
+	}
 	return m, nil
 }
 
@@ -97,11 +102,11 @@ func mkdir(d dirFiles, sub string) error {
 // initialize is kubelet's PullManager.initialize.
 func (m *Manager) initialize(ctx context.Context, images ImageLister) {
 	log := logr.FromContextOrDiscard(ctx)
-	intents, err := m.store.listIntents()
+	intents, err := m.store.listIntents(ctx)
 	if err != nil {
 		log.Error(err, "There were errors listing image pull intents, continuing with an incomplete list")
 	}
-	if len(intents) == 0 || images == nil {
+	if len(intents) == 0 || images == nil || ctx.Err() != nil {
 		return
 	}
 	list, err := images.ListImages(ctx, nil)
@@ -414,7 +419,7 @@ func (m *Manager) PruneUnknownRecords(ctx context.Context, inUse []string, until
 	log := logr.FromContextOrDiscard(ctx)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	recs, err := m.store.listPulled()
+	recs, err := m.store.listPulled(ctx)
 	if err != nil {
 		log.Error(err, "There were errors listing image pulled records, pruning an incomplete list")
 	}

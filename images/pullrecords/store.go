@@ -2,6 +2,7 @@ package pullrecords
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,8 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podstart/podstart/internal/statefile"
 )
 
 // On-disk layout, as kubelet's fsPullRecordsAccessor: <dir>/pulling holds
@@ -31,6 +34,25 @@ const (
 	currentVersion = "v1beta1"
 )
 
+// Caps on what one record file may hold (see the package doc). An intent
+// holds one image reference (a name of at most 255 bytes with a tag and a
+// digest: well under 1 KiB); a pulled record holds, per image name, the
+// secrets (at most about 480 bytes each, with the longest namespace, name
+// and UID) and service accounts that pulled it, so 1 MiB is thousands of
+// secrets, more than a node sees for one image. A larger file is refused
+// unread, as a corrupt one.
+const (
+	maxIntentSize = 64 << 10
+	maxPulledSize = 1 << 20
+)
+
+func maxSize(sub string) int64 {
+	if sub == pullingDir {
+		return maxIntentSize
+	}
+	return maxPulledSize
+}
+
 var (
 	currentAPIVersion = groupName + "/" + currentVersion
 	knownAPIVersions  = map[string]bool{groupName + "/v1alpha1": true, currentAPIVersion: true}
@@ -43,16 +65,31 @@ func fileName(key string) string {
 
 // files is where records are kept: a directory, or memory.
 type files interface {
-	read(sub, name string) ([]byte, error) // fs.ErrNotExist when absent
+	// read returns fs.ErrNotExist when absent, an error matching ErrDecode
+	// for a file refused unread (not regular, or over its cap).
+	read(sub, name string) ([]byte, error)
 	write(sub, name string, data []byte) error
 	remove(sub, name string) error // absent is not an error
-	list(sub string) (map[string][]byte, error)
+	// list stops early with ctx's error when ctx ends.
+	list(ctx context.Context, sub string) (map[string][]byte, error)
 }
 
 type dirFiles struct{ dir string }
 
 func (d dirFiles) read(sub, name string) ([]byte, error) {
-	return os.ReadFile(filepath.Join(d.dir, sub, name))
+	// One capped read of a regular file opened without blocking: nothing
+	// here waits, so no ctx is needed.
+	return readRecord(context.Background(), filepath.Join(d.dir, sub, name), maxSize(sub))
+}
+
+// readRecord is statefile.Read with a refused file reported as a corrupt
+// record (ErrDecode), as kubelet reports a file it cannot decode.
+func readRecord(ctx context.Context, path string, max int64) ([]byte, error) {
+	data, err := statefile.Read(ctx, path, max)
+	if statefile.Refused(err) {
+		return nil, fmt.Errorf("%w: %w", ErrDecode, err)
+	}
+	return data, err
 }
 
 func (d dirFiles) write(sub, name string, data []byte) error {
@@ -81,7 +118,7 @@ func (d dirFiles) remove(sub, name string) error {
 	return err
 }
 
-func (d dirFiles) list(sub string) (map[string][]byte, error) {
+func (d dirFiles) list(ctx context.Context, sub string) (map[string][]byte, error) {
 	dir := filepath.Join(d.dir, sub)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -90,14 +127,20 @@ func (d dirFiles) list(sub string) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	var errs []error
 	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+			break
+		}
 		// Kubelet skips directories, files it did not write and .tmp
 		// files.
 		if e.IsDir() || !strings.HasPrefix(e.Name(), filePrefix) || strings.HasSuffix(e.Name(), tmpSuffix) {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		// Anything else that is not a regular file (a FIFO, a symlink)
+		// or is over the cap is an error, as a corrupt record.
+		data, err := readRecord(ctx, filepath.Join(dir, e.Name()), maxSize(sub))
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("%s: %w", e.Name(), err))
 			continue
 		}
 		out[e.Name()] = data
@@ -134,7 +177,7 @@ func (m *memFiles) remove(sub, name string) error {
 	return nil
 }
 
-func (m *memFiles) list(sub string) (map[string][]byte, error) {
+func (m *memFiles) list(_ context.Context, sub string) (map[string][]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := map[string][]byte{}
@@ -210,8 +253,8 @@ func (s store) intentExists(image string) (bool, error) {
 	return in.Image == image, nil
 }
 
-func (s store) listIntents() ([]*Intent, error) {
-	all, err := s.f.list(pullingDir)
+func (s store) listIntents(ctx context.Context) ([]*Intent, error) {
+	all, err := s.f.list(ctx, pullingDir)
 	var errs []error
 	if err != nil {
 		errs = append(errs, err)
@@ -233,9 +276,12 @@ func (s store) listIntents() ([]*Intent, error) {
 // collision) does not.
 func (s store) getPulled(imageRef string) (*PulledRecord, bool, error) {
 	data, err := s.f.read(pulledDir, fileName(imageRef))
-	if errors.Is(err, fs.ErrNotExist) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, false, nil
-	} else if err != nil {
+	case errors.Is(err, ErrDecode):
+		return nil, true, err // refused unread: exists, as a corrupt record
+	case err != nil:
 		return nil, false, err
 	}
 	rec := new(PulledRecord)
@@ -261,8 +307,8 @@ func (s store) deletePulled(imageRef string) error {
 	return s.f.remove(pulledDir, fileName(imageRef))
 }
 
-func (s store) listPulled() ([]*PulledRecord, error) {
-	all, err := s.f.list(pulledDir)
+func (s store) listPulled(ctx context.Context) ([]*PulledRecord, error) {
+	all, err := s.f.list(ctx, pulledDir)
 	var errs []error
 	if err != nil {
 		errs = append(errs, err)
@@ -280,16 +326,16 @@ func (s store) listPulled() ([]*PulledRecord, error) {
 }
 
 // migrate rewrites v1alpha1 records as v1beta1, as kubelet does at start.
-func (s store) migrate() error {
+func (s store) migrate(ctx context.Context) error {
 	var errs []error
-	intents, _ := s.f.list(pullingDir)
+	intents, _ := s.f.list(ctx, pullingDir)
 	for _, name := range sortedKeys(intents) {
 		in := new(Intent)
 		if current, err := decode(intents[name], kindIntent, in); err == nil && !current {
 			errs = append(errs, s.writeIntent(in.Image))
 		}
 	}
-	pulled, _ := s.f.list(pulledDir)
+	pulled, _ := s.f.list(ctx, pulledDir)
 	for _, name := range sortedKeys(pulled) {
 		rec := new(PulledRecord)
 		if current, err := decode(pulled[name], kindPulled, rec); err == nil && !current {
