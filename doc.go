@@ -27,7 +27,9 @@
 //
 // criconfig is pure: a pod and the node's settings to the PodSandboxConfig
 // and ContainerConfig kubelet sends; defaults applies the API server's
-// defaults to a pod that never went through one.
+// defaults to a pod that never went through one, and validation checks it
+// as the API server would (every entry point that writes to disk or starts
+// anything refuses an invalid pod with validation.ErrInvalidPod).
 //
 // podsync decides what to do with a pod (sandbox, init containers in order,
 // sidecars, restarts with back-off, in-place resize) as a pure function,

@@ -56,9 +56,10 @@
 // race the runtime's own mount. Host aliases and hostnames with
 // whitespace, control characters or '#' are refused rather than written
 // into /etc/hosts. SubPaths with a NUL byte are refused. Make first
-// refuses, with ErrInvalidName, a pod whose UID, namespace, name,
-// container or volume names the API server would reject
-// (ValidatePodNames): they become host paths.
+// refuses a pod the API server would reject (validation.Check, with an
+// error matching validation.ErrInvalidPod and ErrInvalidName, its alias):
+// its UID, namespace, name, container and volume names become host paths,
+// its subPaths and mount paths are checked as the API server checks them.
 //
 // The side effects (mkdir, file writes) go through the Disk interface;
 // OSDisk is the host's. Mounts go through Mounter; its methods are single

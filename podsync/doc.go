@@ -149,9 +149,13 @@
 // kubelet for ever).
 //
 // SyncPod takes pods from anywhere, not only from the API server, so it
-// first refuses (Result.SyncError matching mounts.ErrInvalidName, nothing
-// created) a pod whose UID, namespace, name, container or volume names the
-// API server would reject, since they become host paths. DefaultVolumes
+// first refuses (Result.SyncError matching validation.ErrInvalidPod,
+// nothing created) a pod the API server would reject (validation.Check):
+// names that become host paths, paths, modes, quantities, timings and
+// security settings kubelet never sees unchecked. DefaultVolumes checks
+// the same before it creates a directory. KillPod, RemovePod and
+// GarbageCollect do not: they must clean up whatever exists, so they check
+// each name they turn into a path instead, and never leave the root. DefaultVolumes
 // refuses a hostPath volume with an empty path ("path is empty"), and
 // emptyDir's HugePages media by name (ErrVolumeNotSupported); medium
 // Memory is a tmpfs of kubelet's size (MemoryVolumeSize: node allocatable,

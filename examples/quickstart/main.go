@@ -19,6 +19,7 @@ import (
 	"github.com/podstart/podstart/images"
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/runtime/fake"
+	"github.com/podstart/podstart/validation"
 )
 
 func main() {
@@ -47,6 +48,10 @@ func run(ctx context.Context, out io.Writer, root string) error {
 	// podsync.WithRecorder(...): client-go's event recorder fits
 	syncer := podsync.NewSyncer(rt, ims, podsync.WithRootDir(root), podsync.WithPodLogsDir(root+"/logs"))
 	defaults.Pod(pod) // what the API server fills in and kubelet relies on
+	// validation.Check: what the API server would refuse (SyncPod checks it too)
+	if err := validation.Check(pod); err != nil {
+		return err
+	}
 	for n := 1; ; n++ {
 		status, err := syncer.Status(ctx, pod) // rebuilt from the runtime's labels
 		if err != nil {
