@@ -118,6 +118,15 @@
 // directory). Kubelet takes its range from getsubids for the "kubelet"
 // user; podstart takes it from NewUserNamespaces's arguments.
 //
+// Both records (userns, actuated-resources) are read more warily than
+// kubelet's os.ReadFile: only a regular file, opened without following a
+// symlink and without blocking on a FIFO, of at most 64 KiB (userns) or
+// 1 MiB (actuated-resources; a larger file is refused from its size,
+// unread). Anything else is a damaged record, treated as one: a userns
+// record stops allocation, as kubelet refuses to start; an
+// actuated-resources record is ignored (SyncPod logs why, once) and
+// seeded from the spec as a missing one.
+//
 // A container's environment is kubelet's makeEnvironmentVariables (see
 // Syncer.Environment): envFrom, then env in order with $(VAR) expanded
 // (from the variables before it, then the service variables), field and

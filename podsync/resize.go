@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podstart/podstart/criconfig"
+	"github.com/podstart/podstart/internal/statefile"
 	"github.com/podstart/podstart/runtime"
 )
 
@@ -294,14 +296,23 @@ type actuatedStore struct {
 
 	mu   sync.Mutex
 	pods map[types.UID]map[string]ResourceValues
-	// unrecorded: pods whose record file was absent or damaged when read.
-	unrecorded map[types.UID]bool
+	// unrecorded: pods whose record file was absent or damaged when read,
+	// with why a damaged one was ignored (nil once reported, or absent).
+	unrecorded map[types.UID]error
 }
 
-const actuatedFile = "actuated-resources"
+// actuatedFile is the record's name; maxActuatedSize caps what is read of
+// it. An entry is a container name (at most 63 bytes) and four integers,
+// under 250 bytes of JSON, so 1 MiB holds thousands of containers, more
+// than a pod object of the API server's 1.5 MiB limit realistically
+// carries. A larger file is refused unread, as a damaged one.
+const (
+	actuatedFile    = "actuated-resources"
+	maxActuatedSize = 1 << 20
+)
 
 func newActuatedStore(root string) *actuatedStore {
-	return &actuatedStore{root: filepath.Join(root, "pods"), pods: map[types.UID]map[string]ResourceValues{}, unrecorded: map[types.UID]bool{}}
+	return &actuatedStore{root: filepath.Join(root, "pods"), pods: map[types.UID]map[string]ResourceValues{}, unrecorded: map[types.UID]error{}}
 }
 
 // get returns a copy of the pod's records, read from disk on first use.
@@ -321,10 +332,21 @@ func (st *actuatedStore) load(uid types.UID) map[string]ResourceValues {
 		return m
 	}
 	m := map[string]ResourceValues{}
-	b, err := os.ReadFile(filepath.Join(st.root, string(uid), actuatedFile))
-	if err != nil || json.Unmarshal(b, &m) != nil {
+	// A regular file of at most maxActuatedSize, opened without following
+	// a symlink or waiting on a FIFO (statefile); one read, so no ctx.
+	name := filepath.Join(st.root, string(uid), actuatedFile)
+	b, err := statefile.Read(context.Background(), name, maxActuatedSize)
+	if err == nil {
+		if jerr := json.Unmarshal(b, &m); jerr != nil {
+			err = fmt.Errorf("%s: %w", name, jerr)
+		}
+	}
+	if err != nil {
 		m = map[string]ResourceValues{}
-		st.unrecorded[uid] = true
+		st.unrecorded[uid] = nil
+		if !errors.Is(err, fs.ErrNotExist) {
+			st.unrecorded[uid] = err
+		}
 	}
 	st.pods[uid] = m
 	return m
@@ -335,10 +357,16 @@ func (st *actuatedStore) load(uid types.UID) map[string]ResourceValues {
 // applied, as kubelet's actuated state starts from what it allocated:
 // otherwise every one would count as zero and be resized, or restarted
 // under RestartContainer, for nothing. It reports whether it recorded any.
+// A damaged record (not JSON, not a regular file, over its cap) is
+// reported once in the error, and seeding goes on.
 func (st *actuatedStore) seed(pod *corev1.Pod, status *PodStatus) (bool, error) {
 	st.mu.Lock()
 	st.load(pod.UID)
-	unrecorded := st.unrecorded[pod.UID]
+	damaged, unrecorded := st.unrecorded[pod.UID]
+	if damaged != nil {
+		st.unrecorded[pod.UID] = nil
+		damaged = fmt.Errorf("ignored a damaged record of applied resources, running containers taken as running their spec: %w", damaged)
+	}
 	st.mu.Unlock()
 	if !unrecorded {
 		return false, nil
@@ -351,12 +379,12 @@ func (st *actuatedStore) seed(pod *corev1.Pod, status *PodStatus) (bool, error) 
 				continue
 			}
 			if err := st.set(pod.UID, c.Name, ResourceValuesOf(pod.Spec.Resources, &c.Resources)); err != nil {
-				return seeded, err
+				return seeded, errors.Join(damaged, err)
 			}
 			seeded = true
 		}
 	}
-	return seeded, nil
+	return seeded, damaged
 }
 
 // set records what container name of pod uid now runs with, on disk

@@ -1,6 +1,7 @@
 package podsync
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstart/podstart/criconfig"
+	"github.com/podstart/podstart/internal/statefile"
 )
 
 // Kubelet's user-namespace defaults (pkg/kubelet/userns and its config):
@@ -94,7 +96,14 @@ type idMapping struct {
 	Length      uint32 `json:"length"`
 }
 
-const usernsFile = "userns"
+// usernsFile is the record's name; maxUsernsSize caps what is read of it.
+// Kubelet's record holds one UID and one GID mapping (about 110 bytes of
+// JSON, and its parser allows no more), so 64 KiB is room to spare; a
+// larger file is refused unread, as an invalid record.
+const (
+	usernsFile    = "userns"
+	maxUsernsSize = 64 << 10
+)
 
 // UserNamespace returns the pod's mapping, allocating and recording one
 // the first time.
@@ -155,12 +164,15 @@ func (u *UserNamespaces) load() error {
 		if !e.IsDir() {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(u.podsDir, e.Name(), usernsFile))
+		// A regular file of at most maxUsernsSize, opened without following
+		// a symlink or waiting on a FIFO (statefile): anything else is an
+		// invalid record. One bounded read per pod directory, so no ctx.
+		b, err := statefile.Read(context.Background(), filepath.Join(u.podsDir, e.Name(), usernsFile), maxUsernsSize)
 		if errors.Is(err, os.ErrNotExist) || err == nil && len(b) == 0 {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("%w: record pod mappings for existing pod %q: %v", ErrUserNamespace, e.Name(), err)
+			return fmt.Errorf("%w: record pod mappings for existing pod %q: %w", ErrUserNamespace, e.Name(), err)
 		}
 		if err := u.record(types.UID(e.Name()), b); err != nil {
 			return fmt.Errorf("%w: record pod mappings for existing pod %q: %v", ErrUserNamespace, e.Name(), err)
