@@ -86,11 +86,19 @@ func sameHostRedirects(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
+// probeTimeout is the probe's timeoutSeconds, or the API server's default
+// of 1s when it is not positive (a pod nobody defaulted): each handler
+// takes 0 as no timeout at all (net/http's Client.Timeout, a dialer's,
+// CRI's ExecSync), so a silent server would hold the worker for ever.
+func probeTimeout(p *corev1.Probe) time.Duration {
+	return time.Duration(max(p.TimeoutSeconds, 1)) * time.Second
+}
+
 // run1 is kubelet's runProbe: one run of the worker's handler. An error
 // comes with resultUnknown.
 func (w *worker) run1(pod *corev1.Pod, podIP string) (outcome, error) {
 	ctx, m, p, c := w.ctx, w.m, w.spec, &w.container
-	timeout := time.Duration(p.TimeoutSeconds) * time.Second
+	timeout := probeTimeout(p)
 	switch {
 	case p.Exec != nil:
 		if w.command == nil {

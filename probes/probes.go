@@ -64,6 +64,14 @@
 //
 // # Differences from kubelet
 //
+// A probe's timeoutSeconds that is 0 or less is taken as 1s, the API
+// server's default, for every handler (exec, HTTP, TCP, gRPC), as
+// periodSeconds below 1 is taken as 1s. Kubelet only sees defaulted pods
+// and passes the value through; podstart takes pods nobody defaulted, and
+// to each handler a zero timeout means none (net/http's Client.Timeout,
+// a dialer's, ExecSync's), so an HTTP probe of a server that accepts and
+// never answers would never return.
+//
 // Kubelet spreads a restarted kubelet's first probes over one period at
 // random; here the first probe of a worker runs at once, so a fake clock
 // decides every probe and tests need no real waiting.
