@@ -3,7 +3,10 @@ package validation
 import (
 	"path"
 	"path/filepath"
+	"reflect"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -104,4 +107,33 @@ func noBacksteps(target string, fld *field.Path) field.ErrorList {
 		}
 	}
 	return nil
+}
+
+// localNonReservedPath is ValidateLocalNonReservedPath: relative, no "..",
+// not starting with "..".
+func localNonReservedPath(target string, fld *field.Path) field.ErrorList {
+	errs := localDescendingPath(target, fld)
+	// Not reported when the ".." element check already caught it.
+	if strings.HasPrefix(target, "..") && !strings.HasPrefix(target, "../") {
+		errs = append(errs, field.Invalid(fld, target, "must not start with '..'"))
+	}
+	return errs
+}
+
+// fieldAllowList is the API server's validateFieldAllowList: each field of
+// the struct value that is not allowed must be its zero value, or it is
+// Forbidden with errorText at fld.<field>, named with a lower-case first
+// letter.
+func fieldAllowList(value interface{}, allowed map[string]bool, errorText string, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	t, v := reflect.TypeOf(value), reflect.ValueOf(value)
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if allowed[f.Name] || v.Field(i).IsZero() {
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(f.Name)
+		errs = append(errs, field.Forbidden(fld.Child(string(unicode.ToLower(r))+f.Name[n:]), errorText))
+	}
+	return errs
 }
