@@ -35,7 +35,8 @@ const (
 // downward API and projected volume plugins: each sync builds the
 // volume's payload from the API objects and writes it with
 // mounts.WriteAtomic under kubelet's
-// <root>/pods/<uid>/volumes/kubernetes.io~<plugin>/<name>, so a changed
+// <root>/pods/<uid>/volumes/kubernetes.io~<plugin>/<name> (root is the
+// WriteAtomic root: no symlink may stand below it on the way), so a changed
 // Secret reaches the running pod as it does with kubelet. Secret,
 // downward API and projected volumes live on a tmpfs mounted there first
 // (kubelet's Memory emptyDir wrapper), so secrets and service account
@@ -236,10 +237,11 @@ func (v *Volumes) configMapPayload(ctx context.Context, pod *corev1.Pod, c *core
 // wrapped emptyDir set up (the directory 0777; a tmpfs of kubelet's size
 // mounted on it unless one already is, so that each sync does not stack
 // another; fsGroup ownership read-write when newly made), then the
-// payload written atomically, fsGroup ownership (read-only mask) applied
-// to the whole volume before the new payload becomes visible. If the
-// payload cannot be written the volume is torn down (unmounted, removed),
-// as kubelet's plugins do, so a failed setup leaves no mount behind.
+// payload written atomically beneath the root dir, fsGroup ownership
+// (read-only mask) applied to the whole volume before the new payload
+// becomes visible. If the payload cannot be written the volume is torn
+// down (unmounted, removed beneath the root dir), as kubelet's plugins
+// do, so a failed setup leaves no mount behind.
 func (v *Volumes) write(pod *corev1.Pod, dir string, files map[string]mounts.File, fsGroup *int64, tmpfs bool) error {
 	fresh := false
 	if tmpfs {
@@ -276,7 +278,7 @@ func (v *Volumes) write(pod *corev1.Pod, dir string, files map[string]mounts.Fil
 		if fsGroup != nil {
 			opts = append(opts, mounts.WithSetPerms(func() error { return mounts.SetVolumeOwnership(dir, *fsGroup, true) }))
 		}
-		return mounts.WriteAtomic(dir, files, opts...)
+		return mounts.WriteAtomic(v.rootDir, dir, files, opts...)
 	}()
 	if err != nil {
 		return errors.Join(err, v.tearDown(dir))
@@ -285,7 +287,9 @@ func (v *Volumes) write(pod *corev1.Pod, dir string, files map[string]mounts.Fil
 }
 
 // tearDown is kubelet's TearDown of the wrapped emptyDir: the tmpfs
-// unmounted if there is one, then the directory removed.
+// unmounted if there is one, then the directory removed without following
+// a symlink at or above it (mounts.RemoveBeneath): a volume directory
+// that is a symlink loses the link, not what it points to.
 func (v *Volumes) tearDown(dir string) error {
 	fsType, isMnt, err := v.mounter.MountPoint(dir)
 	if err != nil {
@@ -298,7 +302,7 @@ func (v *Volumes) tearDown(dir string) error {
 	} else if isMnt {
 		return fmt.Errorf("tear down %s: a %s file system is mounted there, so it is kept", dir, fsType)
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := mounts.RemoveBeneath(v.rootDir, dir); err != nil {
 		return fmt.Errorf("tear down %s: %w", dir, err)
 	}
 	return nil

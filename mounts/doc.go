@@ -18,10 +18,13 @@
 //     get the node's file behind a header, plus the host aliases.
 //   - WriteAtomic is kubelet's AtomicWriter for volume payloads (Secret,
 //     ConfigMap, downward API, projected): a timestamped directory behind
-//     the ..data symlink swapped by rename, kubelet's path rules, a file's
-//     FsUser, and a setPerms hook run before the swap. SetVolumeOwnership
-//     is kubelet's fsGroup ownership (fsGroupChangePolicy Always), with
-//     its read-only mask.
+//     the ..data symlink swapped by rename, one link per top-level name,
+//     kubelet's path rules, a file's FsUser, a setPerms hook run before the
+//     swap, an unchanged payload not rewritten; what the previous payload
+//     wrote (read from the directory ..data points to) and the new one
+//     does not is removed, and nothing else. SetVolumeOwnership is
+//     kubelet's fsGroup ownership (fsGroupChangePolicy Always), with its
+//     read-only mask.
 //   - Mounter is the seam for the mounts podstart makes itself: the tmpfs
 //     of memory-backed volumes (Secret, downward API, projected, emptyDir
 //     medium Memory), with kubelet's options (size=<bytes> when a limit
@@ -55,7 +58,20 @@
 // mounting to the runtime, so a volume writable by an attacker can still
 // race the runtime's own mount. Host aliases and hostnames with
 // whitespace, control characters or '#' are refused rather than written
-// into /etc/hosts. SubPaths with a NUL byte are refused. Make first
+// into /etc/hosts. SubPaths with a NUL byte are refused. WriteAtomic
+// works beneath a root the caller names (kubelet's root dir): the volume
+// directory and every directory up to the root are opened with
+// openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS), so a symlink or a file at
+// or above the volume directory is ErrUnsafeVolumeDir and nothing is
+// written; every later step is relative to that descriptor, files are
+// created with O_EXCL|O_NOFOLLOW, and removals never follow a link
+// (RemoveBeneath is the same for tearing a volume down). Kubelet's
+// AtomicWriter follows such links. Where kubelet would quietly keep a
+// foreign file in place of a payload name, hiding the payload's, or
+// remove whatever stands at an old name, WriteAtomic refuses
+// (ErrForeignEntry) or leaves it. A File mode with bits outside 0777
+// (setuid, setgid, sticky) is refused (ErrInvalidFileMode); kubelet
+// writes it. Make first
 // refuses a pod the API server would reject (validation.Check, with an
 // error matching validation.ErrInvalidPod and ErrInvalidName, its alias):
 // its UID, namespace, name, container and volume names become host paths,

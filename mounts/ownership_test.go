@@ -79,7 +79,8 @@ func TestWriteAtomicOwnerAndSetPerms(t *testing.T) {
 	if uid == 0 {
 		uid = 1234
 	}
-	dir := filepath.Join(t.TempDir(), "vol")
+	root := t.TempDir()
+	dir := filepath.Join(root, "vol")
 	calls := 0
 	setPerms := WithSetPerms(func() error {
 		calls++
@@ -89,7 +90,7 @@ func TestWriteAtomicOwnerAndSetPerms(t *testing.T) {
 		return nil
 	})
 	files := map[string]File{"token": {Data: []byte("t"), Mode: 0o600, FsUser: &uid}, "ca.crt": {Data: []byte("c"), Mode: 0o644}}
-	if err := WriteAtomic(dir, files, setPerms); err != nil {
+	if err := WriteAtomic(root, dir, files, setPerms); err != nil {
 		t.Fatal(err)
 	}
 	if u, _, _ := owner(t, filepath.Join(dir, "..data", "token")); u != int(uid) {
@@ -102,7 +103,7 @@ func TestWriteAtomicOwnerAndSetPerms(t *testing.T) {
 		t.Errorf("ca.crt owner %d, want ours", u)
 	}
 	files["ca.crt"] = File{Data: []byte("c"), Mode: 0o600}
-	if err := WriteAtomic(dir, files, setPerms); err != nil {
+	if err := WriteAtomic(root, dir, files, setPerms); err != nil {
 		t.Fatal(err)
 	}
 	if calls != 1 {
