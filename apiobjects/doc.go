@@ -5,7 +5,8 @@
 //   - volumes: Secret, ConfigMap, downward API and projected volumes, their
 //     payloads built as kubelet's volume plugins build them and written as
 //     its AtomicWriter writes them (mounts.WriteAtomic), under kubelet's
-//     <root>/pods/<uid>/volumes/kubernetes.io~<plugin>/<name>;
+//     <root>/pods/<uid>/volumes/kubernetes.io~<plugin>/<name>, never
+//     through a symlink below <root>;
 //   - service account tokens for projected volumes, requested and renewed
 //     as kubelet's token manager does;
 //   - environment values and envFrom sources from Secrets and ConfigMaps
@@ -50,6 +51,16 @@
 //     emptyDir are refused by name (podsync.ErrVolumeNotSupported).
 //   - A failed chown or chmod for fsGroup fails the volume; kubelet logs
 //     it and mounts the volume without the group.
+//   - The payload builders refuse a defaultMode or item mode outside
+//     0–0777 (ErrInvalidMode, naming the field with the API server's
+//     message) rather than convert it; kubelet trusts the API server's
+//     validation, and as a file mode such a value is setuid or setgid.
+//   - A payload is written beneath the root dir without following a
+//     symlink (mounts.WriteAtomic): a volume directory replaced by a
+//     symlink fails the volume (mounts.ErrUnsafeVolumeDir) and the
+//     tear-down removes the link, not what it points to. Files in the
+//     volume directory that no payload wrote are kept; a payload name
+//     taken by one fails the volume (mounts.ErrForeignEntry).
 //   - The token manager does not ask the API server's discovery whether
 //     TokenRequest is enabled (kubelet does, to reword a NotFound); its
 //     cleanup runs in Run, which the caller starts and stops.

@@ -34,6 +34,12 @@ var (
 	// serve (clusterTrustBundle, podCertificate need kubelet's managers of
 	// those API objects); the volume is refused, not set up without it.
 	ErrProjectionNotSupported = errors.New("projected volume source not supported by podstart")
+	// ErrInvalidMode: a defaultMode or an item's mode outside 0–0777
+	// (octal), which the API server refuses. It is refused here too,
+	// naming the field, rather than converted: as an fs.FileMode a
+	// negative mode, or one with bit 22 or 23 set, is a setuid or setgid
+	// file.
+	ErrInvalidMode = errors.New("invalid volume file mode")
 )
 
 // payloadError carries kubelet's message and a class for errors.Is.
@@ -45,25 +51,60 @@ type payloadError struct {
 func (e *payloadError) Error() string        { return e.msg }
 func (e *payloadError) Is(target error) bool { return target == e.class }
 
-func fileMode(m int32) fs.FileMode { return fs.FileMode(m) }
+// fileMode is the file mode of an API mode field (defaultMode, an item's
+// mode): 0–0777 as the API server's validation allows, anything else
+// refused with its message, naming the field.
+func fileMode(field string, m int32) (fs.FileMode, error) {
+	if m < 0 || m > 0o777 {
+		return 0, &payloadError{fmt.Sprintf("%s: Invalid value: %d: must be a number between 0 and 0777 (octal), both inclusive", field, m), ErrInvalidMode}
+	}
+	return fs.FileMode(m), nil
+}
+
+// itemModes is the mode of each item (its own, else defaultMode), all
+// checked before anything is built; prefix names the items' field.
+func itemModes[T any](prefix string, items []T, mode func(*T) *int32, defaultMode int32) (fs.FileMode, []fs.FileMode, error) {
+	def, err := fileMode("defaultMode", defaultMode)
+	if err != nil {
+		return 0, nil, err
+	}
+	modes := make([]fs.FileMode, len(items))
+	for i := range items {
+		modes[i] = def
+		if m := mode(&items[i]); m != nil {
+			if modes[i], err = fileMode(fmt.Sprintf("%sitems[%d].mode", prefix, i), *m); err != nil {
+				return 0, nil, err
+			}
+		}
+	}
+	return def, modes, nil
+}
+
+func keyMode(it *corev1.KeyToPath) *int32                  { return it.Mode }
+func downwardMode(it *corev1.DownwardAPIVolumeFile) *int32 { return it.Mode }
 
 // SecretPayload is kubelet's secret.MakePayload: every key of the Secret
 // as a file of that name with defaultMode, or, when items are given, each
 // item's key at its path with its mode (defaultMode if unset). A missing
 // key fails unless optional. The Secret of a missing optional reference is
-// an empty one.
+// an empty one. A defaultMode or item mode outside 0–0777 is refused
+// (ErrInvalidMode), as the API server refuses it.
 func SecretPayload(items []corev1.KeyToPath, secret *corev1.Secret, defaultMode *int32, optional bool) (map[string]mounts.File, error) {
 	if defaultMode == nil {
 		return nil, ErrNoDefaultMode
 	}
+	def, modes, err := itemModes("", items, keyMode, *defaultMode)
+	if err != nil {
+		return nil, err
+	}
 	out := make(map[string]mounts.File, len(secret.Data))
 	if len(items) == 0 {
 		for name, data := range secret.Data {
-			out[name] = mounts.File{Data: data, Mode: fileMode(*defaultMode)}
+			out[name] = mounts.File{Data: data, Mode: def}
 		}
 		return out, nil
 	}
-	for _, it := range items {
+	for i, it := range items {
 		data, ok := secret.Data[it.Key]
 		if !ok {
 			if optional {
@@ -71,7 +112,7 @@ func SecretPayload(items []corev1.KeyToPath, secret *corev1.Secret, defaultMode 
 			}
 			return nil, &payloadError{"references non-existent secret key: " + it.Key, ErrVolumeKeyMissing}
 		}
-		out[it.Path] = mounts.File{Data: data, Mode: fileMode(itemMode(it.Mode, *defaultMode))}
+		out[it.Path] = mounts.File{Data: data, Mode: modes[i]}
 	}
 	return out, nil
 }
@@ -83,17 +124,21 @@ func ConfigMapPayload(items []corev1.KeyToPath, cm *corev1.ConfigMap, defaultMod
 	if defaultMode == nil {
 		return nil, ErrNoDefaultMode
 	}
+	def, modes, err := itemModes("", items, keyMode, *defaultMode)
+	if err != nil {
+		return nil, err
+	}
 	out := make(map[string]mounts.File, len(cm.Data)+len(cm.BinaryData))
 	if len(items) == 0 {
 		for name, data := range cm.Data {
-			out[name] = mounts.File{Data: []byte(data), Mode: fileMode(*defaultMode)}
+			out[name] = mounts.File{Data: []byte(data), Mode: def}
 		}
 		for name, data := range cm.BinaryData {
-			out[name] = mounts.File{Data: data, Mode: fileMode(*defaultMode)}
+			out[name] = mounts.File{Data: data, Mode: def}
 		}
 		return out, nil
 	}
-	for _, it := range items {
+	for i, it := range items {
 		var data []byte
 		if s, ok := cm.Data[it.Key]; ok {
 			data = []byte(s)
@@ -105,16 +150,9 @@ func ConfigMapPayload(items []corev1.KeyToPath, cm *corev1.ConfigMap, defaultMod
 			}
 			return nil, &payloadError{"configmap references non-existent config key: " + it.Key, ErrVolumeKeyMissing}
 		}
-		out[it.Path] = mounts.File{Data: data, Mode: fileMode(itemMode(it.Mode, *defaultMode))}
+		out[it.Path] = mounts.File{Data: data, Mode: modes[i]}
 	}
 	return out, nil
-}
-
-func itemMode(m *int32, def int32) int32 {
-	if m != nil {
-		return *m
-	}
-	return def
 }
 
 // DownwardAPIPayload is kubelet's downwardapi.CollectData: one file per
@@ -124,15 +162,20 @@ func itemMode(m *int32, def int32) int32 {
 // label or annotation by subscript) or a container's resource (a missing
 // or zero cpu, memory or ephemeral-storage limit read as the node's
 // allocatable). Every item's error is reported, aggregated as kubelet
-// does.
+// does. A defaultMode or item mode outside 0–0777 is refused
+// (ErrInvalidMode) before any item is read.
 func DownwardAPIPayload(items []corev1.DownwardAPIVolumeFile, pod *corev1.Pod, nodeAllocatable corev1.ResourceList, defaultMode *int32) (map[string]mounts.File, error) {
 	if defaultMode == nil {
 		return nil, ErrNoDefaultMode
 	}
+	_, modes, err := itemModes("", items, downwardMode, *defaultMode)
+	if err != nil {
+		return nil, err
+	}
 	var errs []error
 	out := make(map[string]mounts.File, len(items))
-	for _, it := range items {
-		f := mounts.File{Mode: fileMode(itemMode(it.Mode, *defaultMode))}
+	for i, it := range items {
+		f := mounts.File{Mode: modes[i]}
 		switch {
 		case it.FieldRef != nil:
 			v, err := FieldPathValue(pod, it.FieldRef.FieldPath)
@@ -321,11 +364,16 @@ type Projection struct {
 // missing optional Secret or ConfigMap read as an empty one, each
 // source's error collected and all reported, aggregated as kubelet does.
 // clusterTrustBundle and podCertificate sources are refused
-// (ErrProjectionNotSupported) by name.
+// (ErrProjectionNotSupported) by name. A defaultMode or item mode outside
+// 0–0777 is refused (ErrInvalidMode, naming sources[i]...) before any
+// object or token is fetched.
 func ProjectedPayload(ctx context.Context, p Projection) (map[string]mounts.File, error) {
 	src := p.Source
 	if src.DefaultMode == nil {
 		return nil, ErrNoDefaultMode
+	}
+	if err := projectedModes(src); err != nil {
+		return nil, err
 	}
 	if p.Objects == nil {
 		return nil, fmt.Errorf("cannot setup projected volume %v because kube client is not configured", p.VolumeName)
@@ -393,7 +441,7 @@ func ProjectedPayload(ctx context.Context, p Projection) (map[string]mounts.File
 				errs = append(errs, err)
 				continue
 			}
-			out[tp.Path] = mounts.File{Data: []byte(tr.Status.Token), Mode: fileMode(privateMode), FsUser: p.FsUser}
+			out[tp.Path] = mounts.File{Data: []byte(tr.Status.Token), Mode: fs.FileMode(privateMode), FsUser: p.FsUser}
 		case s.ClusterTrustBundle != nil:
 			errs = append(errs, fmt.Errorf("clusterTrustBundle source (path %q): %w", s.ClusterTrustBundle.Path, ErrProjectionNotSupported))
 		case s.PodCertificate != nil:
@@ -404,6 +452,28 @@ func ProjectedPayload(ctx context.Context, p Projection) (map[string]mounts.File
 		return nil, err
 	}
 	return out, nil
+}
+
+// projectedModes checks defaultMode and every source's items' modes.
+func projectedModes(src *corev1.ProjectedVolumeSource) error {
+	if _, err := fileMode("defaultMode", *src.DefaultMode); err != nil {
+		return err
+	}
+	for i, s := range src.Sources {
+		var err error
+		switch {
+		case s.Secret != nil:
+			_, _, err = itemModes(fmt.Sprintf("sources[%d].secret.", i), s.Secret.Items, keyMode, *src.DefaultMode)
+		case s.ConfigMap != nil:
+			_, _, err = itemModes(fmt.Sprintf("sources[%d].configMap.", i), s.ConfigMap.Items, keyMode, *src.DefaultMode)
+		case s.DownwardAPI != nil:
+			_, _, err = itemModes(fmt.Sprintf("sources[%d].downwardAPI.", i), s.DownwardAPI.Items, downwardMode, *src.DefaultMode)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // FsUser is kubelet's FsUserFrom: the user every container of the pod
