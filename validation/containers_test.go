@@ -551,3 +551,289 @@ func TestContainerProbesAndLifecycle(t *testing.T) {
 		}, []wantErr{{"spec.initContainers[0].livenessProbe", req, "must specify a handler type"}}},
 	})
 }
+
+func TestContainerResources(t *testing.T) {
+	res := func(limits, requests corev1.ResourceList) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { c0(p).Resources = corev1.ResourceRequirements{Limits: limits, Requests: requests} }
+	}
+	const r = "spec.containers[0].resources"
+	runContainerCases(t, []containerCase{
+		{"valid", res(
+			corev1.ResourceList{"cpu": q("1"), "memory": q("1Gi"), "ephemeral-storage": q("1Gi"), "hugepages-2Mi": q("4Mi"), "example.com/gpu": q("2")},
+			corev1.ResourceList{"cpu": q("500m"), "memory": q("512Mi"), "hugepages-2Mi": q("4Mi"), "example.com/gpu": q("2")},
+		), nil},
+		{"limits only: requests defaulted", res(corev1.ResourceList{"cpu": q("1"), "example.com/gpu": q("1")}, nil), nil},
+		{"requests only", res(nil, corev1.ResourceList{"cpu": q("1"), "memory": q("1Gi")}), nil},
+		{"request over limit", res(corev1.ResourceList{"cpu": q("1")}, corev1.ResourceList{"cpu": q("2")}),
+			[]wantErr{{r + ".requests", inv, "must be less than or equal to cpu limit of 1"}}},
+		{"request over limit by less than a milli-unit (rounded equal)", res(corev1.ResourceList{"cpu": q("1.0001")}, corev1.ResourceList{"cpu": q("1.0002")}), nil},
+		{"negative limit", res(corev1.ResourceList{"memory": q("-1")}, nil),
+			[]wantErr{{r + ".limits[memory]", inv, "must be greater than or equal to 0"}, {r + ".requests[memory]", inv, "must be greater than or equal to 0"}}},
+		{"negative request", res(nil, corev1.ResourceList{"cpu": q("-100m")}),
+			[]wantErr{{r + ".requests[cpu]", inv, "must be greater than or equal to 0"}}},
+		{"unknown standard name", res(nil, corev1.ResourceList{"gpu": q("1")}),
+			[]wantErr{{r + ".requests[gpu]", inv, "must be a standard resource type or fully qualified"}, {r + ".requests[gpu]", inv, "must be a standard resource for containers"}}},
+		{"standard but not a container's", res(nil, corev1.ResourceList{"pods": q("1")}),
+			[]wantErr{{r + ".requests[pods]", inv, "must be a standard resource for containers"}}},
+		{"name not qualified", res(nil, corev1.ResourceList{"a/b/c": q("1")}),
+			[]wantErr{{r + ".requests[a/b/c]", inv, "must consist of alphanumeric characters"}, {r + ".requests[a/b/c]", inv, "doesn't follow extended resource name standard"}, {r + ".limits", req, "Limit must be set"}}},
+		{"kubernetes.io name is native", res(nil, corev1.ResourceList{"kubernetes.io/foo": q("1.5")}), nil},
+		{"extended resource fraction", res(corev1.ResourceList{"example.com/gpu": q("1.5")}, nil),
+			[]wantErr{{r + ".limits[example.com/gpu]", inv, "must be an integer"}, {r + ".requests[example.com/gpu]", inv, "must be an integer"}}},
+		{"extended resource fraction rounded to a whole (0.9999 is 1)", res(corev1.ResourceList{"example.com/gpu": q("0.9999")}, nil), nil},
+		{"extended resource request without limit", res(nil, corev1.ResourceList{"example.com/gpu": q("1")}),
+			[]wantErr{{r + ".limits", req, "Limit must be set for non overcommitable resources"}}},
+		{"extended resource request below limit", res(corev1.ResourceList{"example.com/gpu": q("2")}, corev1.ResourceList{"example.com/gpu": q("1")}),
+			[]wantErr{{r + ".requests", inv, "must be equal to example.com/gpu limit of 2"}}},
+		{"hugepages without cpu or memory", res(corev1.ResourceList{"hugepages-2Mi": q("2Mi")}, nil),
+			[]wantErr{{r, forb, "HugePages require cpu or memory"}}},
+		{"hugepages not a multiple of the page", res(corev1.ResourceList{"hugepages-2Mi": q("3Mi"), "memory": q("1Gi")}, nil),
+			[]wantErr{{r + ".limits[hugepages-2Mi]", inv, "3Mi is not positive integer multiple of hugepages-2Mi"}, {r + ".requests[hugepages-2Mi]", inv, "is not positive integer multiple"}}},
+		{"hugepages bad page size", res(corev1.ResourceList{"hugepages-x": q("2Mi"), "cpu": q("1")}, nil),
+			[]wantErr{{r + ".limits[hugepages-x]", inv, "is not positive integer multiple of hugepages-x"}, {r + ".requests[hugepages-x]", inv, ""}}},
+		{"hugepages request differs from limit", res(corev1.ResourceList{"hugepages-2Mi": q("4Mi"), "cpu": q("1")}, corev1.ResourceList{"hugepages-2Mi": q("2Mi")}),
+			[]wantErr{{r + ".requests", inv, "must be equal to hugepages-2Mi limit of 4Mi"}}},
+		{"claims", func(p *corev1.Pod) {
+			p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("c")}}
+			c0(p).Resources.Claims = []corev1.ResourceClaim{{Name: "gpu", Request: "a"}, {Name: "gpu", Request: "b"}}
+		}, nil},
+		{"claim unknown", func(p *corev1.Pod) {
+			c0(p).Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+		}, []wantErr{{r + ".claims[0]", nf, "must be one of the names in pod.spec.resourceClaims which is empty"}}},
+		{"claim twice and empty", func(p *corev1.Pod) {
+			p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("c")}}
+			c0(p).Resources.Claims = []corev1.ResourceClaim{{Name: "gpu", Request: "a"}, {Name: "gpu"}, {Name: ""}, {Name: "gpu", Request: "B"}}
+		}, []wantErr{{r + ".claims[1]", dup, ""}, {r + ".claims[2]", req, ""}, {r + ".claims[3]", dup, ""}}},
+		{"resize policy valid", func(p *corev1.Pod) {
+			c0(p).ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "cpu", RestartPolicy: corev1.NotRequired}, {ResourceName: "memory", RestartPolicy: corev1.RestartContainer}}
+		}, nil},
+		{"resize policy bad", func(p *corev1.Pod) {
+			c0(p).ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "cpu", RestartPolicy: "Sometimes"}, {ResourceName: "cpu"}, {ResourceName: "gpu", RestartPolicy: corev1.NotRequired}}
+		}, []wantErr{
+			{"spec.containers[0].resizePolicy", nsup, `supported values: "NotRequired", "RestartContainer"`},
+			{"spec.containers[0].resizePolicy[1]", dup, ""},
+			{"spec.containers[0].resizePolicy", req, ""},
+			{"spec.containers[0].resizePolicy", nsup, `supported values: "cpu", "memory"`},
+		}},
+		{"resize restart with pod restartPolicy Never", func(p *corev1.Pod) {
+			p.Spec.RestartPolicy = corev1.RestartPolicyNever
+			c0(p).ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "cpu", RestartPolicy: corev1.RestartContainer}}
+		}, []wantErr{{"spec.containers[0].resizePolicy", inv, "must be 'NotRequired' when pod `restartPolicy` is 'Never'"}}},
+		{"resize policy on a sidecar", func(p *corev1.Pod) {
+			s := sidecar("s")
+			s.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "cpu", RestartPolicy: corev1.RestartContainer}}
+			p.Spec.InitContainers = []corev1.Container{s}
+		}, nil},
+		{"resize restart on an init container", func(p *corev1.Pod) {
+			p.Spec.InitContainers = []corev1.Container{{Name: "i", Image: "img", ResizePolicy: []corev1.ContainerResizePolicy{{ResourceName: "cpu", RestartPolicy: corev1.RestartContainer}}}}
+		}, []wantErr{{"spec.initContainers[0].resizePolicy[0].restartPolicy", inv, "must not be set to 'RestartContainer' for non-sidecar initContainers"}}},
+	})
+}
+
+func TestContainerRestartPolicy(t *testing.T) {
+	rules := func(n int, r corev1.ContainerRestartRule) []corev1.ContainerRestartRule {
+		out := make([]corev1.ContainerRestartRule, n)
+		for i := range out {
+			out[i] = r
+		}
+		return out
+	}
+	onExit := corev1.ContainerRestartRule{Action: corev1.ContainerRestartRuleActionRestart, ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}
+	runContainerCases(t, []containerCase{
+		{"app container restart policy and rules", func(p *corev1.Pod) {
+			c0(p).RestartPolicy = ptr.To(corev1.ContainerRestartPolicyNever)
+			c0(p).RestartPolicyRules = []corev1.ContainerRestartRule{onExit, {Action: corev1.ContainerRestartRuleActionRestartAllContainers, ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpNotIn}}}
+		}, nil},
+		{"app container restart policy bad", func(p *corev1.Pod) { c0(p).RestartPolicy = ptr.To[corev1.ContainerRestartPolicy]("Sometimes") },
+			[]wantErr{{"spec.containers[0].restartPolicy", nsup, `supported values: "Always", "Never", "OnFailure"`}}},
+		{"rules without policy", func(p *corev1.Pod) { c0(p).RestartPolicyRules = []corev1.ContainerRestartRule{{Action: "Stop"}} },
+			[]wantErr{
+				{"spec.containers[0].restartPolicy", req, "must specify restartPolicy when restart rules are used"},
+				{"spec.containers[0].restartPolicyRules[0].action", nsup, `supported values: "Restart", "RestartAllContainers"`},
+				{"spec.containers[0].restartPolicyRules[0].exitCodes", req, "must be specified"},
+			}},
+		{"rule operator bad and too many values", func(p *corev1.Pod) {
+			c0(p).RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+			c0(p).RestartPolicyRules = []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestart, ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: "Is", Values: make([]int32, 256)}}}
+		}, []wantErr{
+			{"spec.containers[0].restartPolicyRules[0].exitCodes.operator", nsup, `supported values: "In", "NotIn"`},
+			{"spec.containers[0].restartPolicyRules[0].exitCodes.values", many, "must have at most 255 items"},
+		}},
+		{"too many rules", func(p *corev1.Pod) {
+			c0(p).RestartPolicy = ptr.To(corev1.ContainerRestartPolicyOnFailure)
+			c0(p).RestartPolicyRules = rules(21, onExit)
+		}, []wantErr{{"spec.containers[0].restartPolicyRules", many, "must have at most 20 items"}}},
+		{"init container rules without policy: only that", func(p *corev1.Pod) {
+			p.Spec.InitContainers = []corev1.Container{{Name: "i", Image: "img", RestartPolicyRules: []corev1.ContainerRestartRule{{Action: "Stop"}}}}
+		}, []wantErr{{"spec.initContainers[0].restartPolicy", req, "must specify restartPolicy when restart rules are used"}}},
+		{"init container restart policy Never with rules", func(p *corev1.Pod) {
+			p.Spec.InitContainers = []corev1.Container{{Name: "i", Image: "img", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyNever), RestartPolicyRules: []corev1.ContainerRestartRule{onExit}}}
+		}, nil},
+		{"sidecar with rules", func(p *corev1.Pod) {
+			s := sidecar("s")
+			s.RestartPolicyRules = []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestartAllContainers, ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn}}}
+			p.Spec.InitContainers = []corev1.Container{s}
+		}, nil},
+		{"init container restart policy bad", func(p *corev1.Pod) {
+			p.Spec.InitContainers = []corev1.Container{{Name: "i", Image: "img", RestartPolicy: ptr.To[corev1.ContainerRestartPolicy]("")}}
+		}, []wantErr{{"spec.initContainers[0].restartPolicy", nsup, ""}}},
+	})
+}
+
+func TestContainerSecurityContext(t *testing.T) {
+	sc := func(s corev1.SecurityContext) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { c0(p).SecurityContext = &s }
+	}
+	win := func(w corev1.WindowsSecurityContextOptions) func(*corev1.Pod) {
+		return sc(corev1.SecurityContext{WindowsOptions: &w})
+	}
+	const s = "spec.containers[0].securityContext"
+	runContainerCases(t, []containerCase{
+		{"valid", sc(corev1.SecurityContext{
+			RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](2147483647), RunAsNonRoot: ptr.To(true),
+			Privileged: ptr.To(true), AllowPrivilegeEscalation: ptr.To(true),
+			Capabilities:   &corev1.Capabilities{Add: []corev1.Capability{"CAP_SYS_ADMIN", "NET_ADMIN"}, Drop: []corev1.Capability{"ALL"}},
+			SELinuxOptions: &corev1.SELinuxOptions{User: "u", Role: "r", Type: "t", Level: "s0"},
+			ProcMount:      ptr.To(corev1.DefaultProcMount),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("profiles/audit.json")},
+			AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr.To("k8s-apparmor")},
+		}), nil},
+		{"runAsUser negative", sc(corev1.SecurityContext{RunAsUser: ptr.To[int64](-1)}),
+			[]wantErr{{s + ".runAsUser", inv, "must be between 0 and 2147483647, inclusive"}}},
+		{"runAsGroup too large", sc(corev1.SecurityContext{RunAsGroup: ptr.To[int64](1 << 31)}),
+			[]wantErr{{s + ".runAsGroup", inv, "must be between 0 and 2147483647, inclusive"}}},
+		{"privileged without escalation", sc(corev1.SecurityContext{Privileged: ptr.To(true), AllowPrivilegeEscalation: ptr.To(false)}),
+			[]wantErr{{s, inv, "cannot set `allowPrivilegeEscalation` to false and `privileged` to true"}}},
+		{"CAP_SYS_ADMIN without escalation", sc(corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"CAP_SYS_ADMIN"}}}),
+			[]wantErr{{s, inv, "cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN"}}},
+		{"SYS_ADMIN spelled short without escalation", sc(corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}), nil},
+		{"procMount bad", sc(corev1.SecurityContext{ProcMount: ptr.To[corev1.ProcMountType]("Masked")}),
+			[]wantErr{{s + ".procMount", nsup, `supported values: "Default", "Unmasked"`}}},
+		{"procMount Unmasked with host users", sc(corev1.SecurityContext{ProcMount: ptr.To(corev1.UnmaskedProcMount)}),
+			[]wantErr{{s + ".procMount", inv, "`hostUsers` must be false to use `Unmasked`"}}},
+		{"procMount Unmasked in a user namespace", func(p *corev1.Pod) {
+			p.Spec.HostUsers = ptr.To(false)
+			c0(p).SecurityContext = &corev1.SecurityContext{ProcMount: ptr.To(corev1.UnmaskedProcMount)}
+		}, nil},
+		{"seccomp no type", sc(corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{}}),
+			[]wantErr{{s + ".seccompProfile.type", req, "type is required when seccompProfile is set"}}},
+		{"seccomp localhost without profile", sc(corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost}}),
+			[]wantErr{{s + ".seccompProfile.localhostProfile", req, "must be set when seccomp type is Localhost"}}},
+		{"seccomp localhost escapes", sc(corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("../x")}}),
+			[]wantErr{{s + ".seccompProfile.localhostProfile", inv, "must not contain '..'"}}},
+		{"seccomp profile with RuntimeDefault", sc(corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault, LocalhostProfile: ptr.To("x")}}),
+			[]wantErr{{s + ".seccompProfile.localhostProfile", inv, "can only be set when seccomp type is Localhost"}}},
+		{"apparmor bad type", sc(corev1.SecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: "Custom"}}),
+			[]wantErr{{s + ".appArmorProfile.type", nsup, `supported values: "Localhost", "RuntimeDefault", "Unconfined"`}}},
+		{"apparmor padded", sc(corev1.SecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr.To(" p")}}),
+			[]wantErr{{s + ".appArmorProfile.localhostProfile", inv, "must not be padded with whitespace"}}},
+		{"apparmor too long", sc(corev1.SecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr.To(strings.Repeat("p", 4096))}}),
+			[]wantErr{{s + ".appArmorProfile.localhostProfile", long, "may not be more than 4095 bytes"}}},
+		{"windows valid", win(corev1.WindowsSecurityContextOptions{
+			GMSACredentialSpecName: ptr.To("gmsa"), GMSACredentialSpec: ptr.To("{}"), RunAsUserName: ptr.To(`NT AUTHORITY\NETWORK SERVICE`), HostProcess: ptr.To(false),
+		}), nil},
+		{"windows DNS domain", win(corev1.WindowsSecurityContextOptions{RunAsUserName: ptr.To(`Example.com\user`)}), nil},
+		{"windows bad credential spec name", win(corev1.WindowsSecurityContextOptions{GMSACredentialSpecName: ptr.To("A_B")}),
+			[]wantErr{{s + ".windowsOptions.gmsaCredentialSpecName", inv, "RFC 1123 subdomain"}}},
+		{"windows empty credential spec", win(corev1.WindowsSecurityContextOptions{GMSACredentialSpec: ptr.To("")}),
+			[]wantErr{{s + ".windowsOptions.gmsaCredentialSpec", inv, "gmsaCredentialSpec cannot be an empty string"}}},
+		{"windows huge credential spec", win(corev1.WindowsSecurityContextOptions{GMSACredentialSpec: ptr.To(strings.Repeat("x", 64*1024+1))}),
+			[]wantErr{{s + ".windowsOptions.gmsaCredentialSpec", inv, "gmsaCredentialSpec size must be under 64 KiB"}}},
+		{"windows user empty", win(corev1.WindowsSecurityContextOptions{RunAsUserName: ptr.To("")}),
+			[]wantErr{{s + ".windowsOptions.runAsUserName", inv, "runAsUserName cannot be an empty string"}}},
+		{"windows user control character", win(corev1.WindowsSecurityContextOptions{RunAsUserName: ptr.To("a\x7fb")}),
+			[]wantErr{{s + ".windowsOptions.runAsUserName", inv, "runAsUserName cannot contain control characters"}}},
+		{"windows user two backslashes", win(corev1.WindowsSecurityContextOptions{RunAsUserName: ptr.To(`a\b\c`)}),
+			[]wantErr{{s + ".windowsOptions.runAsUserName", inv, "runAsUserName cannot contain more than one backslash"}}},
+		{"windows user bad domain, empty user", win(corev1.WindowsSecurityContextOptions{RunAsUserName: ptr.To(`.bad\`)}),
+			[]wantErr{
+				{s + ".windowsOptions.runAsUserName", inv, "runAsUserName's Domain doesn't match the NetBios nor the DNS format"},
+				{s + ".windowsOptions.runAsUserName", inv, "runAsUserName's User cannot be empty"},
+			}},
+		{"windows long domain", win(corev1.WindowsSecurityContextOptions{RunAsUserName: ptr.To(strings.Repeat("a", 256) + `\u`)}),
+			[]wantErr{
+				{s + ".windowsOptions.runAsUserName", inv, "runAsUserName's Domain length must be under 256 characters"},
+				{s + ".windowsOptions.runAsUserName", inv, "NetBios nor the DNS format"},
+			}},
+		{"windows user long, dots, characters", win(corev1.WindowsSecurityContextOptions{RunAsUserName: ptr.To(strings.Repeat("u", 105))}),
+			[]wantErr{{s + ".windowsOptions.runAsUserName", inv, "runAsUserName's User length must not be longer than 104 characters"}}},
+		{"windows user only dots", win(corev1.WindowsSecurityContextOptions{RunAsUserName: ptr.To(". .")}),
+			[]wantErr{{s + ".windowsOptions.runAsUserName", inv, "runAsUserName's User cannot contain only periods or spaces"}}},
+		{"windows user bad characters", win(corev1.WindowsSecurityContextOptions{RunAsUserName: ptr.To("a@b")}),
+			[]wantErr{{s + ".windowsOptions.runAsUserName", inv, `runAsUserName's User cannot contain the following characters: "/\:;|=,+*?<>@[]`}}},
+	})
+}
+
+func TestEphemeralContainers(t *testing.T) {
+	eph := func(ec corev1.EphemeralContainerCommon) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: ec, TargetContainerName: "c"}}
+		}
+	}
+	const e = "spec.ephemeralContainers[0]"
+	runContainerCases(t, []containerCase{
+		{"valid", eph(corev1.EphemeralContainerCommon{
+			Name: "debug", Image: "busybox", Command: []string{"sh"}, Stdin: true, TTY: true,
+			Env:             []corev1.EnvVar{{Name: "A", Value: "1"}},
+			SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_PTRACE"}}},
+		}), nil},
+		{"no target", func(p *corev1.Pod) {
+			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox"}}}
+		}, nil},
+		{"target unknown", func(p *corev1.Pod) {
+			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox"}, TargetContainerName: "nope"}}
+		}, []wantErr{{e + ".targetContainerName", nf, `Not found: "nope"`}}},
+		{"target another ephemeral container", func(p *corev1.Pod) {
+			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{
+				{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "d1", Image: "busybox"}},
+				{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "d2", Image: "busybox"}, TargetContainerName: "d1"},
+			}
+		}, []wantErr{{"spec.ephemeralContainers[1].targetContainerName", nf, ""}}},
+		{"no name, no image, image padded", eph(corev1.EphemeralContainerCommon{Image: " busybox"}),
+			[]wantErr{{e + ".name", req, ""}, {e + ".image", inv, "must not have leading or trailing whitespace"}}},
+		{"no image", eph(corev1.EphemeralContainerCommon{Name: "debug"}),
+			[]wantErr{{e + ".image", req, ""}}},
+		{"named as the app container", eph(corev1.EphemeralContainerCommon{Name: "c", Image: "busybox"}),
+			[]wantErr{{e + ".name", dup, ""}}},
+		{"two with one name", func(p *corev1.Pod) {
+			ec := corev1.EphemeralContainerCommon{Name: "d", Image: "busybox"}
+			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: ec}, {EphemeralContainerCommon: ec}}
+		}, []wantErr{{"spec.ephemeralContainers[1].name", dup, ""}}},
+		{"forbidden fields", eph(corev1.EphemeralContainerCommon{
+			Name: "debug", Image: "busybox",
+			Ports:              []corev1.ContainerPort{},
+			Resources:          corev1.ResourceRequirements{Requests: corev1.ResourceList{}},
+			ResizePolicy:       []corev1.ContainerResizePolicy{},
+			RestartPolicy:      ptr.To(corev1.ContainerRestartPolicyAlways),
+			RestartPolicyRules: []corev1.ContainerRestartRule{},
+			LivenessProbe:      &corev1.Probe{ProbeHandler: exec()},
+			ReadinessProbe:     &corev1.Probe{ProbeHandler: exec()},
+			StartupProbe:       &corev1.Probe{ProbeHandler: exec()},
+			Lifecycle:          &corev1.Lifecycle{},
+		}), []wantErr{
+			{e + ".ports", forb, "cannot be set for an Ephemeral Container"},
+			{e + ".resources", forb, ""},
+			{e + ".resizePolicy", forb, ""},
+			{e + ".restartPolicy", forb, ""},
+			{e + ".restartPolicyRules", forb, ""},
+			{e + ".livenessProbe", forb, ""},
+			{e + ".readinessProbe", forb, ""},
+			{e + ".startupProbe", forb, ""},
+			{e + ".lifecycle", forb, ""},
+		}},
+		{"subPath and subPathExpr", func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+			eph(corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox", VolumeMounts: []corev1.VolumeMount{
+				{Name: "v", MountPath: "/a"},
+				{Name: "v", MountPath: "/b", SubPath: "x"},
+				{Name: "v", MountPath: "/c", SubPathExpr: "$(X)"},
+			}})(p)
+		}, []wantErr{{e + ".volumeMounts[1].subPath", forb, "cannot be set for an Ephemeral Container"}, {e + ".volumeMounts[2].subPathExpr", forb, ""}}},
+		{"common rules apply: bad env and pull policy", eph(corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox", Env: []corev1.EnvVar{{Name: ""}}, ImagePullPolicy: "Sometimes"}),
+			[]wantErr{{e + ".env[0].name", req, ""}, {e + ".imagePullPolicy", nsup, ""}}},
+		{"hostNetwork does not default an ephemeral container's hostPort", func(p *corev1.Pod) {
+			p.Spec.HostNetwork = true
+			eph(corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox", Ports: []corev1.ContainerPort{{ContainerPort: 70000}}})(p)
+		}, []wantErr{{e + ".ports[0].containerPort", inv, ""}, {e + ".ports", forb, ""}}},
+	})
+}
