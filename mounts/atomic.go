@@ -400,9 +400,14 @@ func (w *atomicWriter) write(p payload, o atomicOptions) error {
 			write, oldTs = false, ""
 		}
 	}
+	missing := make([]string, 0, len(p.top))
 	for _, name := range p.top {
-		if err := w.checkLink(name); err != nil {
+		exists, err := w.checkLink(name)
+		if err != nil {
 			return err
+		}
+		if !exists {
+			missing = append(missing, name)
 		}
 	}
 	if write {
@@ -410,7 +415,7 @@ func (w *atomicWriter) write(p payload, o atomicOptions) error {
 			return err
 		}
 	}
-	for _, name := range p.top {
+	for _, name := range missing {
 		if err := w.link(name, p.owner[name]); err != nil {
 			return err
 		}
@@ -640,6 +645,7 @@ func (p payload) hasDir(d string) bool {
 // cannot be read there (a symlink, gone) differs.
 func (w *atomicWriter) differs(ts string, old map[string]oldEntry, p payload) bool {
 	tsFd := -1
+	var buf []byte
 	defer func() {
 		if tsFd >= 0 {
 			unix.Close(tsFd)
@@ -657,20 +663,24 @@ func (w *atomicWriter) differs(ts string, old map[string]oldEntry, p payload) bo
 				return true
 			}
 		}
-		if !sameContent(tsFd, rel, data) {
+		if len(buf) < len(data)+1 {
+			buf = make([]byte, len(data)+1)
+		}
+		if !sameContent(tsFd, rel, data, buf[:len(data)+1]) {
 			return true
 		}
 	}
 	return false
 }
 
-func sameContent(dirfd int, rel string, data []byte) bool {
+// sameContent says whether rel in dirfd holds data; buf is scratch, one
+// byte longer than data.
+func sameContent(dirfd int, rel string, data, buf []byte) bool {
 	fd, err := openBeneath(dirfd, rel, unix.O_RDONLY)
 	if err != nil {
 		return false
 	}
 	defer unix.Close(fd)
-	buf := make([]byte, len(data)+1)
 	n := 0
 	for n < len(buf) {
 		m, err := unix.Read(fd, buf[n:])
@@ -688,30 +698,31 @@ func sameContent(dirfd int, rel string, data []byte) bool {
 	return n == len(data) && bytes.Equal(buf[:n], data)
 }
 
-// checkLink refuses a top-level name taken by anything but the payload's
-// own link (ErrForeignEntry).
-func (w *atomicWriter) checkLink(name string) error {
+// checkLink says whether the top-level name is the payload's own link,
+// and refuses anything else there (ErrForeignEntry); a missing name is
+// fine.
+func (w *atomicWriter) checkLink(name string) (exists bool, err error) {
 	target, err := readlinkAt(w.vol, name)
 	switch {
-	case errors.Is(err, unix.ENOENT), err == nil && target == dataDirName+"/"+name:
-		return nil
+	case errors.Is(err, unix.ENOENT):
+		return false, nil
+	case err == nil && target == dataDirName+"/"+name:
+		return true, nil
 	case err == nil:
-		return fmt.Errorf("%w: %s/%s is a link to %q, not to %s/%s", ErrForeignEntry, w.dir, name, target, dataDirName, name)
+		return false, fmt.Errorf("%w: %s/%s is a link to %q, not to %s/%s", ErrForeignEntry, w.dir, name, target, dataDirName, name)
 	case errors.Is(err, unix.EINVAL):
-		return fmt.Errorf("%w: %s/%s is not the payload's link", ErrForeignEntry, w.dir, name)
+		return false, fmt.Errorf("%w: %s/%s is not the payload's link", ErrForeignEntry, w.dir, name)
 	}
-	return &os.PathError{Op: "readlink", Path: filepath.Join(w.dir, name), Err: err}
+	return false, &os.PathError{Op: "readlink", Path: filepath.Join(w.dir, name), Err: err}
 }
 
-// link makes the user-visible link "name -> ..data/name" if it is
-// missing, owned by owner.
+// link makes the missing user-visible link "name -> ..data/name", owned
+// by owner.
 func (w *atomicWriter) link(name string, owner *int64) error {
-	if err := w.checkLink(name); err != nil {
-		return err
-	}
 	err := unix.Symlinkat(dataDirName+"/"+name, w.vol, name)
 	if errors.Is(err, unix.EEXIST) {
-		return w.checkLink(name) // ours already, or a race lost
+		_, err := w.checkLink(name) // made meanwhile: ours, or refused
+		return err
 	}
 	if err != nil {
 		return &os.PathError{Op: "symlink", Path: filepath.Join(w.dir, name), Err: err}
@@ -744,15 +755,17 @@ func isTimestampDir(name string) bool {
 }
 
 func readlinkAt(dirfd int, name string) (string, error) {
-	for size := 128; ; size *= 2 {
-		buf := make([]byte, size)
+	var small [256]byte
+	buf := small[:]
+	for {
 		n, err := unix.Readlinkat(dirfd, name, buf)
 		if err != nil {
 			return "", err
 		}
-		if n < size {
+		if n < len(buf) {
 			return string(buf[:n]), nil
 		}
+		buf = make([]byte, 2*len(buf))
 	}
 }
 
