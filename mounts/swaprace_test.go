@@ -56,6 +56,13 @@ func TestSwapRace(t *testing.T) {
 	calls, oks := 0, 0
 	subs := []string{"a/b", "a/b/new", "a", "a/b/c/d"}
 	for calls < minCalls || oks < minOKs || swaps.Load() < minSwaps {
+		if calls >= minCalls && oks == 0 {
+			// About a third succeed when racing; none is a broken Make
+			// (or pod), not a slow machine.
+			stop.Store(true)
+			wg.Wait()
+			t.Fatalf("no Make call succeeded in %d", calls)
+		}
 		if time.Now().After(deadline) {
 			stop.Store(true)
 			wg.Wait()
