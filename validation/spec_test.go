@@ -161,6 +161,8 @@ func TestPodLevelRules(t *testing.T) {
 		{"user namespace with host namespaces", func(p *corev1.Pod) {
 			p.Spec.HostUsers = ptr.To(false)
 			p.Spec.HostNetwork, p.Spec.HostPID, p.Spec.HostIPC = true, true, true
+			p.Spec.Volumes = []corev1.Volume{{Name: "d", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "claim"}}}}
 			p.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "d", DevicePath: "/dev/x"}}
 		}, []wantErr{
 			{"spec.hostNetwork", field.ErrorTypeForbidden, "when `hostUsers` is false"},
