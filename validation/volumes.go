@@ -255,7 +255,7 @@ func volumeSource(s *corev1.VolumeSource, fld *field.Path, volName string, meta 
 		}
 	}
 	if s.Secret != nil && one("secret") {
-		errs = append(errs, secretVolume(s.Secret, fld)...)
+		errs = append(errs, secretVolume(s.Secret, fld, usersKept(s, "secret"))...)
 	}
 	if s.NFS != nil && one("nfs") {
 		if s.NFS.Server == "" {
@@ -328,7 +328,7 @@ func volumeSource(s *corev1.VolumeSource, fld *field.Path, volName string, meta 
 		errs = append(errs, quobyte(s.Quobyte, fld.Child("quobyte"))...)
 	}
 	if s.DownwardAPI != nil && one("downwarAPI") { // sic: the API server's spelling
-		errs = append(errs, downwardAPIVolume(s.DownwardAPI, fld)...)
+		errs = append(errs, downwardAPIVolume(s.DownwardAPI, fld, usersKept(s, "downwardAPI"))...)
 	}
 	if s.FC != nil && one("fc") {
 		errs = append(errs, fc(s.FC, fld.Child("fc"))...)
@@ -349,7 +349,7 @@ func volumeSource(s *corev1.VolumeSource, fld *field.Path, volName string, meta 
 		}
 	}
 	if s.ConfigMap != nil && one("configMap") {
-		errs = append(errs, configMapVolume(s.ConfigMap, fld)...)
+		errs = append(errs, configMapVolume(s.ConfigMap, fld, usersKept(s, "configMap"))...)
 	}
 	if s.AzureFile != nil && one("azureFile") {
 		if s.AzureFile.SecretName == "" {
@@ -381,7 +381,7 @@ func volumeSource(s *corev1.VolumeSource, fld *field.Path, volName string, meta 
 		errs = append(errs, storageOS(s.StorageOS, fld.Child("storageos"))...)
 	}
 	if s.Projected != nil && one("projected") {
-		errs = append(errs, projected(s.Projected, fld.Child("projected"))...)
+		errs = append(errs, projected(s.Projected, fld.Child("projected"), usersKept(s, "projected"))...)
 	}
 	if s.ScaleIO != nil && one("scaleIO") {
 		if s.ScaleIO.Gateway == "" {
@@ -455,7 +455,7 @@ func hostPath(h *corev1.HostPathVolumeSource, fld *field.Path) field.ErrorList {
 
 // secretVolume is validateSecretVolumeSource: the secret's name is only
 // required (not checked as a name); a nil defaultMode is defaulted to 0644.
-func secretVolume(s *corev1.SecretVolumeSource, fld *field.Path) field.ErrorList {
+func secretVolume(s *corev1.SecretVolumeSource, fld *field.Path, users bool) field.ErrorList {
 	var errs field.ErrorList
 	if s.SecretName == "" {
 		errs = append(errs, field.Required(fld.Child("secret", "secretName"), ""))
@@ -463,15 +463,15 @@ func secretVolume(s *corev1.SecretVolumeSource, fld *field.Path) field.ErrorList
 	if badFileMode(s.DefaultMode) {
 		errs = append(errs, fileMode(s.DefaultMode, fld.Child("secret", "defaultMode"))...)
 	}
-	errs = append(errs, user(s.DefaultUser, fld, "secret", "defaultUser")...)
+	errs = append(errs, user(users, s.DefaultUser, fld, "secret", "defaultUser")...)
 	for i := range s.Items {
-		errs = append(errs, keyToPath(&s.Items[i], at{fld, -1, "secret"}, i)...)
+		errs = append(errs, keyToPath(&s.Items[i], at{fld, -1, "secret", users}, i)...)
 	}
 	return errs
 }
 
 // configMapVolume is validateConfigMapVolumeSource.
-func configMapVolume(c *corev1.ConfigMapVolumeSource, fld *field.Path) field.ErrorList {
+func configMapVolume(c *corev1.ConfigMapVolumeSource, fld *field.Path, users bool) field.ErrorList {
 	var errs field.ErrorList
 	if c.Name == "" {
 		errs = append(errs, field.Required(fld.Child("configMap", "name"), ""))
@@ -479,9 +479,9 @@ func configMapVolume(c *corev1.ConfigMapVolumeSource, fld *field.Path) field.Err
 	if badFileMode(c.DefaultMode) {
 		errs = append(errs, fileMode(c.DefaultMode, fld.Child("configMap", "defaultMode"))...)
 	}
-	errs = append(errs, user(c.DefaultUser, fld, "configMap", "defaultUser")...)
+	errs = append(errs, user(users, c.DefaultUser, fld, "configMap", "defaultUser")...)
 	for i := range c.Items {
-		errs = append(errs, keyToPath(&c.Items[i], at{fld, -1, "configMap"}, i)...)
+		errs = append(errs, keyToPath(&c.Items[i], at{fld, -1, "configMap", users}, i)...)
 	}
 	return errs
 }
@@ -489,7 +489,7 @@ func configMapVolume(c *corev1.ConfigMapVolumeSource, fld *field.Path) field.Err
 // keyToPath is validateKeyToPath for item i of src's items. The key is
 // only required: the API server does not check it as a ConfigMap key.
 func keyToPath(kp *corev1.KeyToPath, src at, i int) field.ErrorList {
-	if kp.Key != "" && kp.Path != "" && !needsPathCheck(kp.Path) && !badFileMode(kp.Mode) && !badUser(kp.User) {
+	if kp.Key != "" && kp.Path != "" && !needsPathCheck(kp.Path) && !badFileMode(kp.Mode) && !badUser(src.users, kp.User) {
 		return nil
 	}
 	fld := src.path().Child("items").Index(i)
@@ -502,30 +502,32 @@ func keyToPath(kp *corev1.KeyToPath, src at, i int) field.ErrorList {
 	}
 	errs = append(errs, localNonReservedPath(kp.Path, fld.Child("path"))...)
 	errs = append(errs, fileMode(kp.Mode, fld.Child("mode"))...)
-	errs = append(errs, user(kp.User, fld, "user")...)
+	errs = append(errs, user(src.users, kp.User, fld, "user")...)
 	return errs
 }
 
 // downwardAPIVolume is validateDownwardAPIVolumeSource. The API server
 // reports an item's errors at downwardAPI.<field>, without the item's index.
-func downwardAPIVolume(d *corev1.DownwardAPIVolumeSource, fld *field.Path) field.ErrorList {
+func downwardAPIVolume(d *corev1.DownwardAPIVolumeSource, fld *field.Path, users bool) field.ErrorList {
 	var errs field.ErrorList
 	if badFileMode(d.DefaultMode) {
 		errs = append(errs, fileMode(d.DefaultMode, fld.Child("downwardAPI", "defaultMode"))...)
 	}
-	errs = append(errs, user(d.DefaultUser, fld, "downwardAPI", "defaultUser")...)
+	errs = append(errs, user(users, d.DefaultUser, fld, "downwardAPI", "defaultUser")...)
 	for i := range d.Items {
-		errs = append(errs, downwardAPIFile(&d.Items[i], at{fld, -1, "downwardAPI"})...)
+		errs = append(errs, downwardAPIFile(&d.Items[i], at{fld, -1, "downwardAPI", users})...)
 	}
 	return errs
 }
 
-// at is a path built only when an error needs it: base, then
+// at is a source's path, built only when an error needs it: base, then
 // sources[src] if src >= 0, then name.
 type at struct {
 	base *field.Path
 	src  int
 	name string
+	// users: the source's user fields are validated (see usersKept).
+	users bool
 }
 
 func (a at) path() *field.Path {
@@ -560,8 +562,8 @@ func downwardAPIFile(f *corev1.DownwardAPIVolumeFile, src at) field.ErrorList {
 	if badFileMode(f.Mode) {
 		errs = append(errs, fileMode(f.Mode, src.path().Child("mode"))...)
 	}
-	if badUser(f.User) {
-		errs = append(errs, user(f.User, src.path(), "user")...)
+	if badUser(src.users, f.User) {
+		errs = append(errs, user(true, f.User, src.path(), "user")...)
 	}
 	return errs
 }
@@ -693,12 +695,12 @@ func isByteDivisor(d string) bool {
 // projected is validateProjectedVolumeSource and validateProjectionSources;
 // fld is the volume's projected path. A nil defaultMode (0644) and a nil
 // serviceAccountToken expirationSeconds (3600) are defaulted.
-func projected(p *corev1.ProjectedVolumeSource, fld *field.Path) field.ErrorList {
+func projected(p *corev1.ProjectedVolumeSource, fld *field.Path, users bool) field.ErrorList {
 	var errs field.ErrorList
 	if badFileMode(p.DefaultMode) {
 		errs = append(errs, fileMode(p.DefaultMode, fld.Child("defaultMode"))...)
 	}
-	errs = append(errs, user(p.DefaultUser, fld, "defaultUser")...)
+	errs = append(errs, user(users, p.DefaultUser, fld, "defaultUser")...)
 
 	// The paths written so far, for "conflicting duplicate paths": a
 	// slice, as most projections write few. A serviceAccountToken's path
@@ -709,11 +711,12 @@ func projected(p *corev1.ProjectedVolumeSource, fld *field.Path) field.ErrorList
 		n := 0
 		if s := src.Secret; s != nil {
 			n++
+			a := at{fld, i, "secret", sourceUsersKept(src, "secret")}
 			if s.Name == "" {
-				errs = append(errs, field.Required(at{fld, i, "secret"}.path().Child("name"), ""))
+				errs = append(errs, field.Required(a.path().Child("name"), ""))
 			}
 			for j := range s.Items {
-				errs = append(errs, keyToPath(&s.Items[j], at{fld, i, "secret"}, j)...)
+				errs = append(errs, keyToPath(&s.Items[j], a, j)...)
 				if s.Items[j].Path != "" && paths.seen(s.Items[j].Path) {
 					errs = append(errs, field.Invalid(fld, s.Name, duplicatePathsMsg))
 				}
@@ -721,11 +724,12 @@ func projected(p *corev1.ProjectedVolumeSource, fld *field.Path) field.ErrorList
 		}
 		if c := src.ConfigMap; c != nil {
 			n++
+			a := at{fld, i, "configMap", sourceUsersKept(src, "configMap")}
 			if c.Name == "" {
-				errs = append(errs, field.Required(at{fld, i, "configMap"}.path().Child("name"), ""))
+				errs = append(errs, field.Required(a.path().Child("name"), ""))
 			}
 			for j := range c.Items {
-				errs = append(errs, keyToPath(&c.Items[j], at{fld, i, "configMap"}, j)...)
+				errs = append(errs, keyToPath(&c.Items[j], a, j)...)
 				if c.Items[j].Path != "" && paths.seen(c.Items[j].Path) {
 					errs = append(errs, field.Invalid(fld, c.Name, duplicatePathsMsg))
 				}
@@ -733,8 +737,9 @@ func projected(p *corev1.ProjectedVolumeSource, fld *field.Path) field.ErrorList
 		}
 		if d := src.DownwardAPI; d != nil {
 			n++
+			a := at{fld, i, "downwardAPI", sourceUsersKept(src, "downwardAPI")}
 			for j := range d.Items {
-				errs = append(errs, downwardAPIFile(&d.Items[j], at{fld, i, "downwardAPI"})...)
+				errs = append(errs, downwardAPIFile(&d.Items[j], a)...)
 				if f := d.Items[j].Path; f != "" && paths.seen(f) {
 					errs = append(errs, field.Invalid(fld, f, duplicatePathsMsg))
 				}
@@ -742,11 +747,11 @@ func projected(p *corev1.ProjectedVolumeSource, fld *field.Path) field.ErrorList
 		}
 		if t := src.ServiceAccountToken; t != nil {
 			n++
-			errs = append(errs, serviceAccountToken(t, fld, at{fld, i, "serviceAccountToken"})...)
+			errs = append(errs, serviceAccountToken(t, fld, at{fld, i, "serviceAccountToken", sourceUsersKept(src, "serviceAccountToken")})...)
 		}
 		if b := src.ClusterTrustBundle; b != nil {
 			n++
-			errs = append(errs, clusterTrustBundle(b, at{fld, i, "clusterTrustBundle"})...)
+			errs = append(errs, clusterTrustBundle(b, at{fld, i, "clusterTrustBundle", sourceUsersKept(src, "clusterTrustBundle")})...)
 			// Even an empty path.
 			if paths.seen(b.Path) {
 				errs = append(errs, field.Invalid(fld, b.Path, duplicatePathsMsg))
@@ -754,7 +759,7 @@ func projected(p *corev1.ProjectedVolumeSource, fld *field.Path) field.ErrorList
 		}
 		if c := src.PodCertificate; c != nil {
 			n++
-			errs = append(errs, podCertificate(c, fld, at{fld, i, "podCertificate"}, &paths)...)
+			errs = append(errs, podCertificate(c, fld, at{fld, i, "podCertificate", sourceUsersKept(src, "podCertificate")}, &paths)...)
 		}
 		if n > 1 {
 			errs = append(errs, field.Forbidden(fld.Child("sources").Index(i), "may not specify more than 1 volume type per source"))
@@ -796,8 +801,8 @@ func serviceAccountToken(t *corev1.ServiceAccountTokenProjection, fld *field.Pat
 	} else if needsPathCheck(t.Path) {
 		errs = append(errs, localNonReservedPath(t.Path, fld.Child("path"))...)
 	}
-	if badUser(t.User) {
-		errs = append(errs, user(t.User, src.path(), "user")...)
+	if badUser(src.users, t.User) {
+		errs = append(errs, user(true, t.User, src.path(), "user")...)
 	}
 	return errs
 }
@@ -841,8 +846,8 @@ func clusterTrustBundle(b *corev1.ClusterTrustBundleProjection, src at) field.Er
 	if b.Path == "" {
 		errs = append(errs, field.Required(src.path().Child("path"), ""))
 	}
-	if badUser(b.User) {
-		errs = append(errs, user(b.User, src.path(), "user")...)
+	if badUser(src.users, b.User) {
+		errs = append(errs, user(true, b.User, src.path(), "user")...)
 	}
 	if needsPathCheck(b.Path) {
 		errs = append(errs, localNonReservedPath(b.Path, src.path().Child("path"))...)
@@ -874,8 +879,8 @@ func podCertificate(c *corev1.PodCertificateProjection, fld *field.Path, src at,
 	if c.UserAnnotations != nil {
 		errs = append(errs, userAnnotations(c.UserAnnotations, src.path().Child("userAnnotations"))...)
 	}
-	if badUser(c.User) {
-		errs = append(errs, user(c.User, src.path(), "user")...)
+	if badUser(src.users, c.User) {
+		errs = append(errs, user(true, c.User, src.path(), "user")...)
 	}
 	switch c.KeyType {
 	case "RSA3072", "RSA4096", "ECDSAP256", "ECDSAP384", "ECDSAP521", "ED25519":
@@ -1260,15 +1265,61 @@ func badFileMode(mode *int32) bool {
 	return mode != nil && (*mode > 0o777 || *mode < 0)
 }
 
-// badUser: a set UID outside the valid range, when the user fields are
-// validated (atomicWriteVolumeUserFields).
-func badUser(u *int64) bool {
-	return atomicWriteVolumeUserFields && u != nil && len(validation.IsValidUserID(*u)) > 0
+// badUser: users (the user field is validated) and u is a set UID outside
+// the valid range.
+func badUser(users bool, u *int64) bool {
+	return users && u != nil && len(validation.IsValidUserID(*u)) > 0
+}
+
+// usersKept: the user fields of s's source which are validated. With
+// AtomicWriteVolumeUserFields off, the API server's PrepareForCreate drops
+// those of the first of secret, configMap, downwardAPI and projected that
+// is set (a switch), and keeps the others': it validates them if it
+// validates that source (a volume with more than one source).
+func usersKept(s *corev1.VolumeSource, which string) bool {
+	if atomicWriteVolumeUserFields {
+		return true
+	}
+	switch {
+	case s.Secret != nil:
+		return which != "secret"
+	case s.ConfigMap != nil:
+		return which != "configMap"
+	case s.DownwardAPI != nil:
+		return which != "downwardAPI"
+	case s.Projected != nil:
+		return which != "projected"
+	}
+	return true
+}
+
+// sourceUsersKept is usersKept for a projected volume's source: the first
+// set of secret, downwardAPI, configMap, serviceAccountToken,
+// clusterTrustBundle and podCertificate has its user fields dropped.
+func sourceUsersKept(p *corev1.VolumeProjection, which string) bool {
+	if atomicWriteVolumeUserFields {
+		return true
+	}
+	switch {
+	case p.Secret != nil:
+		return which != "secret"
+	case p.DownwardAPI != nil:
+		return which != "downwardAPI"
+	case p.ConfigMap != nil:
+		return which != "configMap"
+	case p.ServiceAccountToken != nil:
+		return which != "serviceAccountToken"
+	case p.ClusterTrustBundle != nil:
+		return which != "clusterTrustBundle"
+	case p.PodCertificate != nil:
+		return which != "podCertificate"
+	}
+	return true
 }
 
 // user is validateUserField at base.names.
-func user(u *int64, base *field.Path, names ...string) field.ErrorList {
-	if !badUser(u) {
+func user(users bool, u *int64, base *field.Path, names ...string) field.ErrorList {
+	if !badUser(users, u) {
 		return nil
 	}
 	fld := base.Child(names[0], names[1:]...)

@@ -486,6 +486,8 @@ var volumeCases = []volumeCase{
 		CredentialBundlePath: "/c", KeyPath: "..k", CertificateChainPath: "a/../c"})))),
 		want: []volErr{vInv(src0+".podCertificate.credentialBundlePath", "must be a relative path"),
 			vInv(src0+".podCertificate.keyPath", "must not start with '..'"), vInv(src0+".podCertificate.certificateChainPath", "must not contain '..'")}},
+	// ValidatePodCreate reports both; the API server's rest.ValidateCreate
+	// then merges the two identical errors into one.
 	{name: "certificate duplicate paths", mutate: withVols(volV(projectedSrc(secretProj("s", keyPath("k", "key.pem")),
 		certProj(corev1.PodCertificateProjection{SignerName: "example.com/s", KeyType: "ECDSAP521", KeyPath: "key.pem", CertificateChainPath: "key.pem"})))),
 		want: []volErr{vInv(proj0, "conflicting duplicate paths"), vInv(proj0, "conflicting duplicate paths")}},
