@@ -294,7 +294,7 @@ func (pc *podContext) common(c *corev1.Container, kind containerKind, p *field.P
 	var errs field.ErrorList
 	if c.Name == "" {
 		errs = append(errs, field.Required(p.Child("name"), ""))
-	} else if msgs := validation.IsDNS1123Label(c.Name); len(msgs) > 0 {
+	} else if msgs := labelMsgs(c.Name); len(msgs) > 0 {
 		errs = append(errs, dnsLabel(c.Name, p.Child("name"))...)
 	}
 	if c.Image == "" {
@@ -1540,7 +1540,7 @@ var (
 func windowsOptions(w *corev1.WindowsSecurityContextOptions, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if n := w.GMSACredentialSpecName; n != nil {
-		for _, msg := range validation.IsDNS1123Subdomain(*n) {
+		for _, msg := range subdomainMsgs(*n) {
 			errs = append(errs, field.Invalid(fld.Child("gmsaCredentialSpecName"), n, msg))
 		}
 	}
