@@ -599,6 +599,36 @@ var volumeCases = []volumeCase{
 		}),
 		want: []volErr{vForb(v0 + ".emptyDir.sizeLimit")}},
 
+	// Ported from the API server's TestValidateVolumes and
+	// TestValidateKeyToPath.
+	{name: "upstream: name has dots", mutate: withVols(volNamed("a.b", emptyDirSrc())), want: []volErr{vInv(v0+".name", "must not contain dots")}},
+	{name: "upstream: gitRepo with .. in a name", mutate: withVols(volV(corev1.VolumeSource{GitRepo: &corev1.GitRepoVolumeSource{Repository: "r", Directory: "..foo"}}))},
+	{name: "upstream: gitRepo starts with ../", mutate: withVols(volV(corev1.VolumeSource{GitRepo: &corev1.GitRepoVolumeSource{Repository: "r", Directory: "../dots/bar"}})),
+		want: []volErr{vInv(v0+".gitRepo.directory", "must not contain '..'")}},
+	{name: "upstream: gitRepo contains ..", mutate: withVols(volV(corev1.VolumeSource{GitRepo: &corev1.GitRepoVolumeSource{Repository: "r", Directory: "dots/../bar"}})),
+		want: []volErr{vInv(v0+".gitRepo.directory", "must not contain '..'")}},
+	{name: "upstream: iscsi eui and naa", mutate: withVols(
+		volNamed("a", corev1.VolumeSource{ISCSI: &corev1.ISCSIVolumeSource{TargetPortal: "t", IQN: "eui.0123456789ABCDEF"}}),
+		volNamed("b", corev1.VolumeSource{ISCSI: &corev1.ISCSIVolumeSource{TargetPortal: "t", IQN: "naa.62004567BA64678D0123456789ABCDEF"}}))},
+	{name: "upstream: iscsi invalid eui and naa", mutate: withVols(
+		volNamed("a", corev1.VolumeSource{ISCSI: &corev1.ISCSIVolumeSource{TargetPortal: "t", IQN: "eui.0123456789ABCDEFGHIJ"}}),
+		volNamed("b", corev1.VolumeSource{ISCSI: &corev1.ISCSIVolumeSource{TargetPortal: "t", IQN: "naa.62004567BA_4-78D.123456789ABCDEF"}})),
+		want: []volErr{vInv(v0+".iscsi.iqn", "must be valid format"), vInv("spec.volumes[1].iscsi.iqn", "must be valid format")}},
+	{name: "upstream: key to path with dots in names", mutate: withVols(volV(secretSrc(keyPath("k", "p/..p/p../p..p"), keyPath("k", "p/p/p/p"))))},
+	{name: "upstream: key to path ending in ..", mutate: withVols(volV(secretSrc(keyPath("k", "p/..")))), want: []volErr{vInv(v0+".secret.items[0].path", "must not contain '..'")}},
+	{name: "upstream: downwardAPI dot dot file name", mutate: withVols(volV(downwardSrc(fieldFile("..badFileName", "metadata.labels")))),
+		want: []volErr{vInv(v0+".downwardAPI.path", "must not start with '..'")}},
+	{name: "upstream: downwardAPI dot dot first level dirent", mutate: withVols(volV(downwardSrc(fieldFile("..badDirName/goodFileName", "metadata.labels")))),
+		want: []volErr{vInv(v0+".downwardAPI.path", "must not start with '..'")}},
+	{name: "upstream: fc targetWWNs and no lun", mutate: withVols(volV(corev1.VolumeSource{FC: &corev1.FCVolumeSource{TargetWWNs: []string{"w"}}})),
+		want: []volErr{vReq(v0+".fc.lun", "lun is required if targetWWNs is specified")}},
+	{name: "upstream: quobyte wrong format multiple registries", mutate: withVols(volV(corev1.VolumeSource{Quobyte: &corev1.QuobyteVolumeSource{Registry: "registry:7861,reg2", Volume: "v"}})),
+		want: []volErr{vInv(v0+".quobyte.registry", "must be a host:port pair or multiple pairs separated by commas")}},
+	{name: "upstream: azureDisk empty name and uri", mutate: withVols(volV(corev1.VolumeSource{AzureDisk: &corev1.AzureDiskVolumeSource{}})),
+		want: []volErr{vReq(v0 + ".azureDisk.diskName"), vReq(v0 + ".azureDisk.diskURI"), vNots(v0 + ".azureDisk.diskURI")}},
+	{name: "upstream: image volume with empty name", mutate: withVols(volNamed("", corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "img"}})),
+		want: []volErr{vReq(v0 + ".name")}},
+
 	// Other volume types: the API server's required fields and checks.
 	{name: "nfs", mutate: withVols(volV(corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{}})),
 		want: []volErr{vReq(v0 + ".nfs.server"), vReq(v0 + ".nfs.path"), vInv(v0+".nfs.path", "must be an absolute path")}},
