@@ -93,7 +93,7 @@ func volumes(spec *corev1.PodSpec, meta *metav1.ObjectMeta, fld *field.Path) (ma
 		src, el := volumeSource(&vol.VolumeSource, idx, vol.Name, meta)
 		if vol.Name == "" {
 			el = append(el, field.Required(idx.Child("name"), ""))
-		} else if msgs := validation.IsDNS1123Label(vol.Name); len(msgs) > 0 {
+		} else if msgs := labelMsgs(vol.Name); len(msgs) > 0 {
 			for _, msg := range msgs {
 				el = append(el, field.Invalid(idx.Child("name"), vol.Name, msg))
 			}
@@ -943,7 +943,7 @@ func signerName(signer string, fld *field.Path) field.ErrorList {
 	}
 	domainLabels := strings.Split(segments[0], ".")
 	for _, lbl := range domainLabels {
-		if msgs := validation.IsDNS1123Label(lbl); len(msgs) > 0 {
+		if msgs := labelMsgs(lbl); len(msgs) > 0 {
 			for _, msg := range msgs {
 				errs = append(errs, field.Invalid(fld, segments[0], fmt.Sprintf("validating label %q: %s", lbl, msg)))
 			}
@@ -954,7 +954,7 @@ func signerName(signer string, fld *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(fld, segments[0], "should be a domain with at least two segments separated by dots"))
 	}
 	for _, lbl := range strings.Split(segments[1], ".") {
-		if msgs := validation.IsDNS1123Subdomain(lbl); len(msgs) > 0 {
+		if msgs := subdomainMsgs(lbl); len(msgs) > 0 {
 			for _, msg := range msgs {
 				errs = append(errs, field.Invalid(fld, segments[1], fmt.Sprintf("validating label %q: %s", lbl, msg)))
 			}
@@ -1127,7 +1127,7 @@ func csi(s *corev1.CSIVolumeSource, fld *field.Path) field.ErrorList {
 		if len(d) > 63 {
 			errs = append(errs, field.TooLong(fld.Child("driver"), "", 63))
 		}
-		for _, msg := range validation.IsDNS1123Subdomain(strings.ToLower(d)) {
+		for _, msg := range subdomainMsgs(strings.ToLower(d)) {
 			errs = append(errs, field.Invalid(fld.Child("driver"), d, msg))
 		}
 	}
@@ -1247,7 +1247,7 @@ func dataSource(name, kind string, apiGroup *string, fld *field.Path) field.Erro
 		errs = append(errs, field.Invalid(fld, kind, "must be 'PersistentVolumeClaim' when referencing the default apiGroup"))
 	}
 	if group != "" {
-		for _, msg := range validation.IsDNS1123Subdomain(group) {
+		for _, msg := range subdomainMsgs(group) {
 			errs = append(errs, field.Invalid(fld.Child("apiGroup"), group, msg))
 		}
 	}
