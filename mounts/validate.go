@@ -137,51 +137,9 @@ func podNamesValid(pod *corev1.Pod) bool {
 	return true
 }
 
-// isLabel is validation.IsDNS1123Label without its regular expression:
-// 1 to 63 of [a-z0-9-], starting and ending alphanumeric.
-func isLabel(s string) bool {
-	return len(s) <= validation.DNS1123LabelMaxLength && labelChars(s)
-}
-
-// labelChars: [a-z0-9]([-a-z0-9]*[a-z0-9])?, of any length.
-func labelChars(s string) bool {
-	if len(s) == 0 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case c == '-' && i > 0 && i < len(s)-1:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// isSubdomain is validation.IsDNS1123Subdomain without its regular
-// expression: at most 253 characters of labels (of any length) joined by
-// dots.
-func isSubdomain(s string) bool {
-	if len(s) == 0 || len(s) > validation.DNS1123SubdomainMaxLength {
-		return false
-	}
-	for len(s) > 0 {
-		i := strings.IndexByte(s, '.')
-		if i < 0 {
-			i = len(s)
-		}
-		if !labelChars(s[:i]) {
-			return false
-		}
-		if i == len(s) {
-			break
-		}
-		s = s[i+1:]
-		if s == "" {
-			return false // a trailing dot
-		}
-	}
-	return true
-}
+// isLabel and isSubdomain are the API server's name checks without
+// regular expressions.
+var (
+	isLabel     = podvalidation.IsDNSLabel
+	isSubdomain = podvalidation.IsDNSSubdomain
+)

@@ -21,6 +21,7 @@ import (
 	"github.com/podstart/podstart/mounts"
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/runtime/fake"
+	"github.com/podstart/podstart/validation"
 )
 
 // TestNilOptionsFallBack: nil options keep the defaults.
@@ -77,8 +78,8 @@ func TestSyncPodRefusesEscapingNames(t *testing.T) {
 }
 
 // TestEmptyHostPathRefused: a hostPath volume with an empty path is
-// refused ("path is empty") instead of mounting "" or creating
-// directories in the working directory.
+// refused (the API server's "hostPath.path: Required value") instead of
+// mounting "" or creating directories in the working directory.
 func TestEmptyHostPathRefused(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
@@ -86,7 +87,7 @@ func TestEmptyHostPathRefused(t *testing.T) {
 		pod := demoPod()
 		pod.Spec.Volumes = []corev1.Volume{{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "", Type: &typ}}}}
 		_, err := podsync.DefaultVolumes{RootDir: dir}.Volumes(context.Background(), pod)
-		if err == nil || !strings.Contains(err.Error(), "path is empty") {
+		if !errors.Is(err, validation.ErrInvalidPod) || !strings.Contains(err.Error(), "spec.volumes[0].hostPath.path: Required value") {
 			t.Fatalf("type %q: err = %v", typ, err)
 		}
 	}

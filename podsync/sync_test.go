@@ -26,6 +26,7 @@ import (
 	"github.com/podstart/podstart/criconfig"
 	"github.com/podstart/podstart/images"
 	"github.com/podstart/podstart/internal/wiretest"
+	"github.com/podstart/podstart/mounts"
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/runtime/fake"
@@ -450,7 +451,7 @@ func TestUnsupportedVolumeIsClear(t *testing.T) {
 	h := newHarness(t, false, nil)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "v", Namespace: "shop", UID: "uid-v"},
 		Spec: corev1.PodSpec{
-			Volumes:    []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}}},
+			Volumes:    []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}},
 			Containers: []corev1.Container{{Name: "app", Image: "nginx:1"}}}}
 	r := h.sync(pod)
 	err := r.Error()
@@ -486,7 +487,11 @@ func TestUnsupportedSettingIsRefused(t *testing.T) {
 		field string
 		class error
 	}{
+		// The claim's volume comes from the caller's provider (podsync's
+		// default has no PersistentVolumeClaim); the raw block device is
+		// what criconfig refuses.
 		{"raw block volume", func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "disk", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "disk"}}}}
 			p.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "disk", DevicePath: "/dev/xvdb"}}
 		}, "volumeDevices", criconfig.ErrUnsupported},
 		{"runAsNonRoot with a root image", func(p *corev1.Pod) {
@@ -495,7 +500,7 @@ func TestUnsupportedSettingIsRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, false, nil)
+			h := newHarness(t, false, nil, podsync.WithVolumes(claimVolumes{}))
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-refused"},
 				Spec: corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{}, Containers: []corev1.Container{{Name: "app", Image: "nginx:1", ImagePullPolicy: corev1.PullIfNotPresent}}}}
 			tt.mut(pod)
@@ -511,6 +516,18 @@ func TestUnsupportedSettingIsRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// claimVolumes is a caller's VolumeProvider that has every volume, as a
+// directory of the node.
+type claimVolumes struct{}
+
+func (claimVolumes) Volumes(_ context.Context, pod *corev1.Pod) (mounts.VolumeMap, error) {
+	m := mounts.VolumeMap{}
+	for _, v := range pod.Spec.Volumes {
+		m[v.Name] = mounts.Volume{HostPath: "/var/lib/claims/" + v.Name}
+	}
+	return m, nil
 }
 
 // onlyRuntime hides the fake's ImageService, as a caller's runtime wrapper

@@ -30,7 +30,7 @@ func TestEmptyDirFSGroup(t *testing.T) {
 		gid = int64(os.Getegid()) // without root, only a group of our own
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-fs"},
-		Spec: corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{FSGroup: &gid},
+		Spec: corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{FSGroup: &gid}, Containers: []corev1.Container{{Name: "c", Image: "img"}},
 			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}}
 	vols, err := podsync.DefaultVolumes{RootDir: root}.Volumes(context.Background(), pod)
 	if err != nil {
@@ -60,7 +60,8 @@ func TestEmptyDirFSGroup(t *testing.T) {
 func TestEmptyDirMediumRefused(t *testing.T) {
 	for _, medium := range []corev1.StorageMedium{corev1.StorageMediumHugePages, "HugePages-2Mi", "Floppy"} {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-mem"},
-			Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: medium}}}}}}
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img"}},
+				Volumes: []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: medium}}}}}}
 		mounter := fakemount.New()
 		_, err := podsync.DefaultVolumes{RootDir: t.TempDir(), Mounter: mounter}.Volumes(context.Background(), pod)
 		if !errors.Is(err, podsync.ErrVolumeNotSupported) || !strings.Contains(err.Error(), `emptyDir.medium "`+string(medium)+`"`) || !strings.Contains(err.Error(), `volume "cache"`) {
@@ -78,6 +79,9 @@ func memoryPod(uid string, sizeLimit string, containers ...corev1.Container) *co
 		q := resource.MustParse(sizeLimit)
 		src.SizeLimit = &q
 	}
+	if len(containers) == 0 {
+		containers = []corev1.Container{{Name: "c", Image: "img"}}
+	}
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: types.UID(uid)},
 		Spec: corev1.PodSpec{Containers: containers, Volumes: []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: src}}}}}
 }
@@ -87,7 +91,7 @@ func memoryPod(uid string, sizeLimit string, containers ...corev1.Container) *co
 // naming the volume, never falling back to disk unless asked.
 func TestEmptyDirMemory(t *testing.T) {
 	alloc := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("16Gi")}
-	limited := corev1.Container{Name: "c", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}}}
+	limited := corev1.Container{Name: "c", Image: "img", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}}}
 
 	t.Run("mounted once, sized", func(t *testing.T) {
 		root, mounter := t.TempDir(), fakemount.New()
@@ -251,7 +255,7 @@ func TestEmptyDirMemoryRealMount(t *testing.T) {
 // whole.
 func TestDefaultVolumesOneByOne(t *testing.T) {
 	root := t.TempDir()
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-1"}, Spec: corev1.PodSpec{Volumes: []corev1.Volume{
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-1"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img"}}, Volumes: []corev1.Volume{
 		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s"}}},
 	}}}

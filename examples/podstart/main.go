@@ -34,6 +34,7 @@ import (
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/runtime/fake"
+	"github.com/podstart/podstart/validation"
 )
 
 //go:embed pod.yaml
@@ -168,6 +169,10 @@ func loadPod(file string) (*corev1.Pod, error) {
 	// What the API server would have filled in: pull policies, the
 	// termination message path, restart and DNS policy, probe timings, ...
 	defaults.Pod(&pod)
+	// What the API server would have refused (SyncPod checks it too).
+	if err := validation.Check(&pod); err != nil {
+		return nil, fmt.Errorf("pod spec %s: %w", file, err)
+	}
 	return &pod, nil
 }
 
@@ -247,6 +252,7 @@ func explain(err error) error {
 		class error
 		hint  string
 	}{
+		{validation.ErrInvalidPod, "the API server would refuse this pod: fix the fields named below"},
 		{images.ErrInvalidImageName, "an image reference in the pod spec is not valid"},
 		{images.ErrImageNeverPull, "imagePullPolicy is Never and the image is not on the node"},
 		{runtime.ErrUnauthorized, "the registry refused the credentials: check -config or the pull secret"},

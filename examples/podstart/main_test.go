@@ -11,6 +11,7 @@ import (
 
 	"github.com/podstart/podstart/images"
 	"github.com/podstart/podstart/podsync"
+	"github.com/podstart/podstart/validation"
 )
 
 func TestDemoPodStarts(t *testing.T) {
@@ -33,7 +34,8 @@ func TestDemoExplainsFailures(t *testing.T) {
 		hint string
 	}{
 		{"metadata: {name: p}\nspec:\n  containers: [{name: app, image: 'Busybox:Latest'}]\n", images.ErrInvalidImageName, "not valid"},
-		{"metadata: {name: p}\nspec:\n  containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /d}]}]\n", podsync.ErrCreateContainerConfig, "could not be built"},
+		{"metadata: {name: p}\nspec:\n  containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /d}]}]\n", validation.ErrInvalidPod, `spec.containers[0].volumeMounts[0].name: Not found: "data"`},
+		{"metadata: {name: p}\nspec:\n  securityContext: {runAsNonRoot: true}\n  containers: [{name: app, image: busybox}]\n", podsync.ErrCreateContainerConfig, "could not be built"},
 	} {
 		file := filepath.Join(dir, "pod.yaml")
 		os.WriteFile(file, []byte(tt.spec), 0o644)
