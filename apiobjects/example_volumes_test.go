@@ -40,10 +40,13 @@ func ExampleVolumes() {
 	mode := int32(0o400)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "web-1"},
-		Spec: corev1.PodSpec{Volumes: []corev1.Volume{
-			{Name: "db", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "db", DefaultMode: &mode}}},
-			{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tls", DefaultMode: &mode}}},
-		}},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}},
+			Volumes: []corev1.Volume{
+				{Name: "db", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "db", DefaultMode: &mode}}},
+				{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tls", DefaultMode: &mode}}},
+			},
+		},
 	}
 	mounter := fakemount.New()
 	v := apiobjects.NewVolumes(src, root, apiobjects.WithMounter(mounter))

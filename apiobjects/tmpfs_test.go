@@ -19,6 +19,7 @@ import (
 	"github.com/podstart/podstart/mounts"
 	fakemount "github.com/podstart/podstart/mounts/fake"
 	"github.com/podstart/podstart/podsync"
+	"github.com/podstart/podstart/validation"
 )
 
 // tmpfsPod has every kind of volume this package and DefaultVolumes set
@@ -148,27 +149,56 @@ func TestVolumesDiskBacked(t *testing.T) {
 
 // A payload that cannot be written after the tmpfs is mounted tears the
 // volume down (kubelet's plugins' deferred TearDown): nothing mounted,
-// no directory. A payload that cannot even be built mounts nothing.
+// no directory. A payload that cannot even be built mounts nothing. An
+// item path leaving the volume ("../escape") is one the API server
+// refuses, so Volumes refuses it before mounting anything; volume, which
+// Volumes runs once the pod is checked, still tears its tmpfs down when
+// the payload write refuses that path.
 func TestVolumesTmpfsFailedSetUpTearsDown(t *testing.T) {
 	root := t.TempDir()
 	mounter := fakemount.New()
 	v := NewVolumes(tmpfsSource(), root, WithMounter(mounter))
-	bad := volumePod(secretVolume("creds", "creds", false, corev1.KeyToPath{Key: "password", Path: "../escape"}))
+	noVolumeDir := func(pod *corev1.Pod) {
+		t.Helper()
+		if _, err := os.Lstat(filepath.Join(podsync.PodDir(root, pod), "volumes", "kubernetes.io~secret", "creds")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("volume directory left: %v", err)
+		}
+	}
+	// Each path is valid, but "a" cannot be both a file and the directory
+	// of "a/b": the pod is valid, its payload cannot be written.
+	bad := volumePod(secretVolume("creds", "creds", false,
+		corev1.KeyToPath{Key: "password", Path: "a"}, corev1.KeyToPath{Key: "password", Path: "a/b"}))
 	_, err := v.Volumes(context.Background(), bad)
-	if !errors.Is(err, mounts.ErrInvalidPayload) || !strings.Contains(err.Error(), `volume "creds"`) {
-		t.Fatalf("err = %v, want ErrInvalidPayload naming creds", err)
+	if !errors.Is(err, mounts.ErrInvalidPayload) || !strings.Contains(err.Error(), `volume "creds"`) || !strings.Contains(err.Error(), `"a" is a file of the payload`) {
+		t.Fatalf("err = %v, want ErrInvalidPayload naming creds and the conflict", err)
 	}
 	if n, un := mounter.Counts(); n != 1 || un != 1 || len(mounter.Tmpfs()) != 0 {
 		t.Fatalf("mounts %d, unmounts %d, left %v; want the one mount undone", n, un, mounter.Tmpfs())
 	}
-	if _, err := os.Lstat(filepath.Join(podsync.PodDir(root, bad), "volumes", "kubernetes.io~secret", "creds")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("volume directory left: %v", err)
+	noVolumeDir(bad)
+
+	escape := volumePod(secretVolume("creds", "creds", false, corev1.KeyToPath{Key: "password", Path: "../escape"}))
+	_, err = v.Volumes(context.Background(), escape)
+	if !errors.Is(err, validation.ErrInvalidPod) || !strings.Contains(err.Error(), "spec.volumes[0].secret.items[0].path") {
+		t.Fatalf("err = %v, want ErrInvalidPod naming spec.volumes[0].secret.items[0].path", err)
 	}
+	if n, un := mounter.Counts(); n != 1 || un != 1 {
+		t.Fatalf("an invalid pod was mounted: %d mounts, %d unmounts", n, un)
+	}
+	_, err = v.volume(context.Background(), escape, escape.Spec.Volumes[0])
+	if !errors.Is(err, mounts.ErrInvalidPayload) || !strings.Contains(err.Error(), `volume "creds"`) {
+		t.Fatalf("volume: err = %v, want ErrInvalidPayload naming creds", err)
+	}
+	if n, un := mounter.Counts(); n != 2 || un != 2 || len(mounter.Tmpfs()) != 0 {
+		t.Fatalf("mounts %d, unmounts %d, left %v; want the second mount undone", n, un, mounter.Tmpfs())
+	}
+	noVolumeDir(escape)
+
 	missing := volumePod(secretVolume("creds", "gone", false))
 	if _, err := v.Volumes(context.Background(), missing); err == nil {
 		t.Fatal("missing secret: no error")
 	}
-	if n, _ := mounter.Counts(); n != 1 {
+	if n, _ := mounter.Counts(); n != 2 {
 		t.Fatalf("a volume whose payload failed was mounted (%d mounts)", n)
 	}
 }

@@ -43,7 +43,7 @@ func (r *testRecorder) Eventf(obj apiruntime.Object, eventtype, reason, messageF
 func volumePod(vols ...corev1.Volume) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "web-uid", Labels: map[string]string{"app": "web"}},
-		Spec:       corev1.PodSpec{ServiceAccountName: "default", Containers: []corev1.Container{{Name: "app"}}, Volumes: vols},
+		Spec:       corev1.PodSpec{ServiceAccountName: "default", Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}, Volumes: vols},
 	}
 }
 
