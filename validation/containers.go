@@ -852,7 +852,7 @@ func (pc *podContext) volumeMounts(c *corev1.Container, fld *field.Path) field.E
 				errs = append(errs, field.NotSupported(fld.Child("recursiveReadOnly"), *rro, supportedRecursiveReadOnly))
 			}
 		}
-		if len(mnt.BindMountOptions) > 0 {
+		if volumeBindMountOptions && len(mnt.BindMountOptions) > 0 {
 			errs = append(errs, bindMountOptions(mnt.BindMountOptions, fld.Index(i).Child("bindMountOptions"))...)
 			if vs, ok := pc.vols[mnt.Name]; ok && vs.Image != nil {
 				errs = append(errs, field.Invalid(fld.Index(i).Child("bindMountOptions"), mnt.BindMountOptions, "bindMountOptions may not be used with image volumes"))
@@ -1021,7 +1021,7 @@ func (pc *podContext) handler(exec *corev1.ExecAction, httpGet *corev1.HTTPGetAc
 			for _, msg := range validation.IsValidPortNum(int(grpc.Port)) {
 				errs = append(errs, field.Invalid(fld.Child("grpc", "port"), int(grpc.Port), msg))
 			}
-			if m := grpc.Mode; m != nil && *m != corev1.GRPCProbeModePlaintext && *m != corev1.GRPCProbeModeTLS {
+			if m := grpc.Mode; grpcContainerProbeTLS && m != nil && *m != corev1.GRPCProbeModePlaintext && *m != corev1.GRPCProbeModeTLS {
 				errs = append(errs, field.NotSupported(fld.Child("grpc", "mode"), *m, []corev1.GRPCProbeMode{corev1.GRPCProbeModePlaintext, corev1.GRPCProbeModeTLS}))
 			}
 		}
@@ -1090,6 +1090,19 @@ func portNumOrName(port intstr.IntOrString, fld *field.Path) field.ErrorList {
 	return errs
 }
 
+// v1.37's feature gates for container fields that are alpha and off by
+// default: the API server drops lifecycle.stopSignal
+// (ContainerStopSignals), volumeMounts[].bindMountOptions
+// (VolumeBindMountOptions) and probes' grpc.mode (GRPCContainerProbeTLS)
+// in PrepareForCreate, before validating, so Pod accepts any value of them;
+// Check refuses them set (droppedFields). With a gate on, they are
+// validated as ValidatePodCreate does.
+var (
+	containerStopSignals   = false
+	volumeBindMountOptions = false
+	grpcContainerProbeTLS  = false
+)
+
 // Signals a Linux container may stop with (validateStopSignal's).
 var linuxStopSignals = map[corev1.Signal]bool{}
 
@@ -1142,7 +1155,7 @@ func (pc *podContext) lifecycle(lc *corev1.Lifecycle, fld *field.Path) field.Err
 	if h := lc.PreStop; h != nil {
 		errs = append(errs, pc.handler(h.Exec, h.HTTPGet, h.TCPSocket, nil, h.Sleep, fld.Child("preStop"))...)
 	}
-	if s := lc.StopSignal; s != nil {
+	if s := lc.StopSignal; containerStopSignals && s != nil {
 		switch os := pc.spec.OS; {
 		case os == nil:
 			errs = append(errs, field.Forbidden(fld.Child("stopSignal"), "may not be set for containers with empty `spec.os.name`"))

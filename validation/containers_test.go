@@ -348,6 +348,10 @@ func TestContainerEnv(t *testing.T) {
 }
 
 func TestContainerVolumeMounts(t *testing.T) {
+	// Rows with alpha fields are checked as with their gates on.
+	s, b, g := containerStopSignals, volumeBindMountOptions, grpcContainerProbeTLS
+	containerStopSignals, volumeBindMountOptions, grpcContainerProbeTLS = true, true, true
+	t.Cleanup(func() { containerStopSignals, volumeBindMountOptions, grpcContainerProbeTLS = s, b, g })
 	vols := func(p *corev1.Pod) {
 		p.Spec.Volumes = []corev1.Volume{
 			{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
@@ -433,6 +437,10 @@ func TestContainerVolumeMounts(t *testing.T) {
 }
 
 func TestContainerProbesAndLifecycle(t *testing.T) {
+	// Rows with alpha fields are checked as with their gates on.
+	s, b, g := containerStopSignals, volumeBindMountOptions, grpcContainerProbeTLS
+	containerStopSignals, volumeBindMountOptions, grpcContainerProbeTLS = true, true, true
+	t.Cleanup(func() { containerStopSignals, volumeBindMountOptions, grpcContainerProbeTLS = s, b, g })
 	live := func(pr corev1.Probe) func(*corev1.Pod) { return func(p *corev1.Pod) { c0(p).LivenessProbe = &pr } }
 	ready := func(pr corev1.Probe) func(*corev1.Pod) { return func(p *corev1.Pod) { c0(p).ReadinessProbe = &pr } }
 	start := func(pr corev1.Probe) func(*corev1.Pod) { return func(p *corev1.Pod) { c0(p).StartupProbe = &pr } }

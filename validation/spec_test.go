@@ -228,3 +228,52 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("CheckVolume(volume ../x) = %v, want ErrInvalidPod", err)
 	}
 }
+
+// TestCheckRefusesDroppedFields: fields the v1.37 API server drops from a
+// new pod (their gates are off by default) pass Pod, as the API server's
+// create path accepts the pod without them, and are refused by Check by
+// name: podstart does not honour them.
+func TestCheckRefusesDroppedFields(t *testing.T) {
+	sig := corev1.SIGUSR1
+	mode := corev1.GRPCProbeModeTLS
+	cases := []struct {
+		mutate func(*corev1.Pod)
+		field  string
+	}{
+		{func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Mode: ptr.To[int32](0o4777)}}}}
+		}, "spec.volumes[0].emptyDir.mode"},
+		{func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s", DefaultUser: ptr.To[int64](0)}}}}
+		}, "spec.volumes[0].secret.defaultUser"},
+		{func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "c"}, Items: []corev1.KeyToPath{{Key: "k", Path: "p", User: ptr.To[int64](7)}}}}}}
+		}, "spec.volumes[0].configMap.items[0].user"},
+		{func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "n", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}, User: ptr.To[int64](1)}}}}}}}}}
+		}, "spec.volumes[0].projected.sources[0].downwardAPI.items[0].user"},
+		{func(p *corev1.Pod) { p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{StopSignal: &sig} }, "spec.containers[0].lifecycle.stopSignal"},
+		{func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "v", MountPath: "/v", BindMountOptions: []string{string(corev1.BindMountOptionNoExec)}}}
+		}, "spec.containers[0].volumeMounts[0].bindMountOptions"},
+		{func(p *corev1.Pod) {
+			p.Spec.Containers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9, Mode: &mode}}}
+		}, "spec.containers[0].livenessProbe.grpc.mode"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.field, func(t *testing.T) {
+			p := validPod()
+			tc.mutate(p)
+			if errs := Pod(p); len(errs) != 0 {
+				t.Fatalf("Pod: %v, want none (the API server drops the field)", errs)
+			}
+			err := Check(p)
+			if !errors.Is(err, ErrInvalidPod) || !strings.Contains(err.Error(), tc.field+": Forbidden: the API server drops this field") {
+				t.Fatalf("Check = %v, want Forbidden on %s", err, tc.field)
+			}
+		})
+	}
+}

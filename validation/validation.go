@@ -31,13 +31,20 @@ func (e *Error) Error() string {
 // Is makes an Error match ErrInvalidPod.
 func (e *Error) Is(target error) bool { return target == ErrInvalidPod }
 
-// Check is Pod as an error: nil for a valid pod, otherwise an *Error that
-// matches ErrInvalidPod. A nil pod is invalid.
+// Check is what every podstart entry point asks before it acts: Pod, and
+// no field set that the v1.37 API server drops from a new pod because its
+// feature gate is off by default (emptyDir.mode, volume user and
+// defaultUser fields, lifecycle.stopSignal, bindMountOptions, probes'
+// grpc.mode: kubelet never sees them, podstart does not honour them, and
+// running the pod without them would drop them silently). It returns nil
+// for a valid pod, otherwise an *Error that matches ErrInvalidPod. A nil
+// pod is invalid.
 func Check(pod *corev1.Pod) error {
 	if pod == nil {
 		return &Error{Errs: field.ErrorList{field.Required(field.NewPath("pod"), "")}}
 	}
 	errs := Pod(pod)
+	errs = append(errs, droppedFields(&pod.Spec, field.NewPath("spec"))...)
 	if len(errs) == 0 {
 		return nil
 	}
@@ -170,7 +177,9 @@ func CheckVolume(pod *corev1.Pod, vol *corev1.Volume) error {
 		return &Error{Namespace: pod.Namespace, Name: pod.Name, Errs: field.ErrorList{field.Required(field.NewPath("volume"), "")}}
 	}
 	spec := corev1.PodSpec{Volumes: []corev1.Volume{*vol}, ServiceAccountName: pod.Spec.ServiceAccountName}
-	if _, errs := volumes(&spec, &pod.ObjectMeta, field.NewPath("spec")); len(errs) > 0 {
+	_, errs := volumes(&spec, &pod.ObjectMeta, field.NewPath("spec"))
+	errs = append(errs, droppedFields(&spec, field.NewPath("spec"))...)
+	if len(errs) > 0 {
 		return &Error{Namespace: pod.Namespace, Name: pod.Name, Errs: errs}
 	}
 	return nil

@@ -3,6 +3,7 @@ package validation
 import (
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
@@ -777,6 +778,7 @@ func TestVolumesSameAfterDefaulting(t *testing.T) {
 		for _, e := range errs {
 			out = append(out, string(e.Type)+" "+e.Field+" "+e.Detail)
 		}
+		sort.Strings(out) // errors over a map's keys (flexVolume options) come in any order
 		return out
 	}
 	for _, tc := range volumeCases {
