@@ -23,6 +23,7 @@ func podSpec(spec *corev1.PodSpec, meta *metav1.ObjectMeta, fld *field.Path) fie
 	errs = append(errs, vErrs...)
 	errs = append(errs, containers(spec, vols, fld)...)
 	errs = append(errs, specFields(spec, fld)...)
+	errs = append(errs, podResources(spec, fld)...)
 	return errs
 }
 
