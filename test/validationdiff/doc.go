@@ -66,7 +66,12 @@
 // dnsConfig, hostAliases, hostname and subdomain, hostIPC, hostPID,
 // hostUsers, shareProcessNamespace, terminationGracePeriodSeconds,
 // activeDeadlineSeconds, serviceAccountName and
-// automountServiceAccountToken, enableServiceLinks and nodeName. About
+// automountServiceAccountToken, enableServiceLinks, nodeName, hostNetwork
+// (with its port rules), nodeSelector, priorityClassName,
+// preemptionPolicy, runtimeClassName, readinessGates, os (linux),
+// imagePullSecrets, hostnameOverride, setHostnameAsFQDN, and containers'
+// restartPolicy and restartPolicyRules (ContainerRestartRules) and
+// resizePolicy. About
 // seven pods in ten then get 1 to 3 hostile mutations from the catalogue
 // of mutate_test.go: invalid, empty, too long and duplicate names (pod,
 // namespace, UID, labels, annotations, containers, volumes, ports);
@@ -88,7 +93,20 @@
 // emptyDir mode, volume user and defaultUser); ephemeral containers on
 // create; missing required fields (image, containers, volume source,
 // referenced names) and bad enums, dnsConfig, hostAliases, hostname,
-// subdomain, serviceAccountName and nodeName.
+// subdomain, serviceAccountName and nodeName; pod-level names and enums
+// (priority and runtime class, hostnameOverride, image pull secrets,
+// readiness gates, node selector, preemption policy, OS, setHostnameAsFQDN,
+// fsGroup, supplemental-groups and SELinux change policies); host network
+// ports; container restart rules and resize policies; stopSignal; and
+// edges: lengths at the API's limits on either side (names, labels,
+// annotations' total size, port names, DNS searches), values at their
+// limits that stay valid (printable env names, "a..b" paths, modes 0 and
+// 0777, token expirations, sleep equal to the grace period, milli-CPU and
+// fractional memory, unusual host paths), hugepages (resources and
+// emptyDir media), fileKeyRef env, seccomp and AppArmor annotations
+// against the fields (and the mirror-pod and deletion-cost annotations),
+// probe and hook details (schemes, headers, hosts, named ports) and
+// ports' hostIP.
 //
 // Fields validation does not cover stay at their zero value: affinity,
 // tolerations, topologySpreadConstraints, schedulingGates, resourceClaims

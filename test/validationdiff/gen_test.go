@@ -168,13 +168,58 @@ func (g *gen) pod() *corev1.Pod {
 	} else if g.chance(0.1) {
 		spec.ShareProcessNamespace = ptrBool(true)
 	}
+	if g.chance(0.1) && !spec.HostIPC && !spec.HostPID && spec.HostUsers == nil {
+		// Host network: host ports default to the container ports, which
+		// are then unique in the pod; no net sysctls.
+		spec.HostNetwork = true
+		for _, c := range containers(pod) {
+			for i := range c.Ports {
+				g.n++
+				c.Ports[i].ContainerPort = 10000 + int32(g.n)
+				c.Ports[i].HostPort = 0
+				if g.chance(0.3) {
+					c.Ports[i].HostPort = c.Ports[i].ContainerPort
+				}
+			}
+		}
+		if spec.DNSPolicy == "" || g.chance(0.5) {
+			spec.DNSPolicy = "ClusterFirstWithHostNet"
+		}
+	}
 	if g.chance(0.6) {
-		spec.SecurityContext = g.podSecurityContext(spec.HostIPC)
+		spec.SecurityContext = g.podSecurityContext(spec.HostIPC, spec.HostNetwork)
+	}
+	if g.chance(0.2) {
+		spec.NodeSelector = map[string]string{"kubernetes.io/os": "linux", "disk": pick(g.r, []string{"ssd", ""})}
+	}
+	if g.chance(0.15) {
+		spec.PriorityClassName = pick(g.r, []string{"system-node-critical", "high.priority"})
+	}
+	if g.chance(0.1) {
+		spec.PreemptionPolicy = new(pick(g.r, []corev1.PreemptionPolicy{"PreemptLowerPriority", "Never"}))
+	}
+	if g.chance(0.15) {
+		spec.RuntimeClassName = new(pick(g.r, []string{"runc", "gvisor.example"}))
+	}
+	if g.chance(0.1) {
+		spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: pick(g.r, []corev1.PodConditionType{"example.com/ready", "Ready2"})}}
+	}
+	if g.chance(0.15) {
+		spec.OS = &corev1.PodOS{Name: corev1.Linux}
+	}
+	if g.chance(0.15) {
+		spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+	}
+	if g.chance(0.1) && !spec.HostNetwork {
+		spec.HostnameOverride = new(pick(g.r, []string{"my-host", "a.b.example"}))
+	}
+	if g.chance(0.1) && spec.Hostname != "" && spec.HostnameOverride == nil {
+		spec.SetHostnameAsFQDN = ptrBool(g.chance(0.5))
 	}
 	return pod
 }
 
-func (g *gen) podSecurityContext(hostIPC bool) *corev1.PodSecurityContext {
+func (g *gen) podSecurityContext(hostIPC, hostNet bool) *corev1.PodSecurityContext {
 	sc := &corev1.PodSecurityContext{
 		RunAsUser:    g.maybe64(0.4, 0, 1000, 65534, 2147483647),
 		RunAsGroup:   g.maybe64(0.3, 0, 1000, 3000),
@@ -198,7 +243,7 @@ func (g *gen) podSecurityContext(hostIPC bool) *corev1.PodSecurityContext {
 		for range 1 + g.intn(3) {
 			s := pick(g.r, sysctlsSafe)
 			norm := strings.ReplaceAll(s.Name, "/", ".")
-			if seen[norm] || (hostIPC && (strings.HasPrefix(norm, "kernel.shm") || strings.HasPrefix(norm, "kernel.msg") || norm == "kernel.sem")) {
+			if seen[norm] || (hostIPC && (strings.HasPrefix(norm, "kernel.shm") || strings.HasPrefix(norm, "kernel.msg") || norm == "kernel.sem")) || (hostNet && strings.HasPrefix(norm, "net.")) {
 				continue
 			}
 			seen[norm] = true
@@ -435,6 +480,18 @@ func (g *gen) container(vols []corev1.Volume, init, sidecar bool) corev1.Contain
 		}
 	}
 	c.Resources = g.resources()
+	if !init && g.chance(0.15) {
+		// ContainerRestartRules (beta, on in v1.37).
+		c.RestartPolicy = new(pick(g.r, []corev1.ContainerRestartPolicy{"Never", "OnFailure", "Always"}))
+		if *c.RestartPolicy == "Never" && g.chance(0.6) {
+			c.RestartPolicyRules = []corev1.ContainerRestartRule{{Action: "Restart", ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{
+				Operator: pick(g.r, []corev1.ContainerRestartRuleOnExitCodesOperator{"In", "NotIn"}), Values: []int32{42, 0}[:1+g.intn(2)],
+			}}}
+		}
+	}
+	if !init && g.chance(0.1) {
+		c.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "cpu", RestartPolicy: "NotRequired"}, {ResourceName: "memory", RestartPolicy: "NotRequired"}}
+	}
 	if g.chance(0.4) {
 		c.SecurityContext = g.securityContext()
 	}

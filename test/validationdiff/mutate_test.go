@@ -1,6 +1,7 @@
 package validationdiff
 
 import (
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -833,6 +834,212 @@ var catalogue = []mutation{
 	}},
 	{"serviceAccountName", func(g *gen, p *corev1.Pod) bool {
 		p.Spec.ServiceAccountName = pick(g.r, []string{"A_b", "a/b", "..", strings.Repeat("s", 254)})
+		return true
+	}},
+	{"hostNetwork host port", func(g *gen, p *corev1.Pod) bool {
+		p.Spec.HostNetwork = true
+		c := g.container1(p)
+		c.Ports = append(c.Ports, corev1.ContainerPort{ContainerPort: 8080, HostPort: pick(g.r, []int32{8081, 8080, 0})})
+		return true
+	}},
+	{"pod-level names", func(g *gen, p *corev1.Pod) bool {
+		bad := pick(g.r, badNames[1:])
+		switch g.intn(6) {
+		case 0:
+			p.Spec.PriorityClassName = bad
+		case 1:
+			p.Spec.RuntimeClassName = &bad
+		case 2:
+			p.Spec.HostnameOverride = &bad
+		case 3:
+			p.Spec.ImagePullSecrets = append(p.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: pick(g.r, []string{"", "A_B"})})
+		case 4:
+			p.Spec.ReadinessGates = append(p.Spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: corev1.PodConditionType(pick(g.r, []string{"", "a/b/c", "-x"}))})
+		default:
+			p.Spec.NodeSelector = map[string]string{pick(g.r, []string{"a/b/c", "", "ok"}): pick(g.r, []string{"has space", "ok", strings.Repeat("v", 64)})}
+		}
+		return true
+	}},
+	{"pod enums", func(g *gen, p *corev1.Pod) bool {
+		switch g.intn(4) {
+		case 0:
+			p.Spec.PreemptionPolicy = new(corev1.PreemptionPolicy(pick(g.r, []string{"Bogus", ""})))
+		case 1:
+			p.Spec.OS = &corev1.PodOS{Name: corev1.OSName(pick(g.r, []string{"plan9", "", "Linux"}))}
+		case 2:
+			p.Spec.SetHostnameAsFQDN = ptrBool(true)
+			p.Spec.Hostname = ""
+		default:
+			sc := g.podSC(p)
+			switch g.intn(3) {
+			case 0:
+				sc.FSGroupChangePolicy = new(corev1.PodFSGroupChangePolicy("Sometimes"))
+			case 1:
+				sc.SupplementalGroupsPolicy = new(corev1.SupplementalGroupsPolicy("Loose"))
+			default:
+				sc.SELinuxChangePolicy = new(corev1.PodSELinuxChangePolicy("Never"))
+			}
+		}
+		return true
+	}},
+	{"container restart rules", func(g *gen, p *corev1.Pod) bool {
+		c := g.container1(p)
+		switch g.intn(4) {
+		case 0:
+			c.RestartPolicy = new(corev1.ContainerRestartPolicy(pick(g.r, []string{"Bogus", ""})))
+		case 1:
+			c.RestartPolicyRules = []corev1.ContainerRestartRule{{Action: "Restart"}}
+		case 2:
+			c.RestartPolicy = new(corev1.ContainerRestartPolicyNever)
+			c.RestartPolicyRules = []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleAction(pick(g.r, []string{"Bogus", "RestartAllContainers", "Restart"})), ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{
+				Operator: corev1.ContainerRestartRuleOnExitCodesOperator(pick(g.r, []string{"In", "Bogus", ""})), Values: pick(g.r, [][]int32{nil, {-1}, {1, 1}, {256}})}}}
+		default:
+			c.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: pick(g.r, []corev1.ResourceName{"cpu", "gpu", ""}), RestartPolicy: corev1.ResourceResizeRestartPolicy(pick(g.r, []string{"Bogus", "", "NotRequired", "RestartContainer"}))}}
+		}
+		return true
+	}},
+	{"stopSignal", func(g *gen, p *corev1.Pod) bool {
+		c := g.container1(p)
+		if c.Lifecycle == nil {
+			c.Lifecycle = &corev1.Lifecycle{}
+		}
+		c.Lifecycle.StopSignal = new(corev1.Signal(pick(g.r, []string{"SIGTERM", "SIGBOGUS", ""})))
+		return true
+	}},
+	// Edges: values at the API's limits, on either side, and rules
+	// between fields that hand-ported validation tends to miss.
+	{"length limits", func(g *gen, p *corev1.Pod) bool {
+		at := func(n int) string { return strings.Repeat("a", n) }
+		switch g.intn(7) {
+		case 0:
+			p.Name = pick(g.r, []string{at(253), at(254), at(63) + "." + at(63) + "." + at(63) + "." + at(61), "a." + at(63), "a." + at(64)})
+		case 1:
+			p.Labels = map[string]string{pick(g.r, []string{at(63), at(64), "example.com/" + at(63), at(254) + "/x"}): pick(g.r, []string{at(63), at(64), ""})}
+		case 2:
+			g.container1(p).Name = pick(g.r, []string{at(63), at(64)})
+		case 3:
+			c := g.container1(p)
+			c.Ports = append(c.Ports, corev1.ContainerPort{ContainerPort: 81, Name: pick(g.r, []string{"abcdefghijklmno", "abcdefghijklmnop", "a1", "1a", "a"})})
+		case 4:
+			p.Annotations = map[string]string{"big": strings.Repeat("x", pick(g.r, []int{256*1024 - 3, 256 * 1024, 256*1024 + 1}))}
+		case 5:
+			v := g.volume1(p, nil)
+			if v == nil {
+				return false
+			}
+			v.Name = pick(g.r, []string{at(63), at(64)})
+		default:
+			p.Spec.DNSPolicy = "None"
+			p.Spec.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"1.1.1.1"}}
+			n := pick(g.r, []int{32, 33})
+			for i := range n {
+				p.Spec.DNSConfig.Searches = append(p.Spec.DNSConfig.Searches, fmt.Sprintf("s%d.%s", i, pick(g.r, []string{"a", at(60)})))
+			}
+		}
+		return true
+	}},
+	{"valid edges", func(g *gen, p *corev1.Pod) bool {
+		c := g.container1(p)
+		switch g.intn(9) {
+		case 0:
+			c.Env = append(c.Env, corev1.EnvVar{Name: pick(g.r, []string{"a-b.c:d", "~", "A$B", "%x", "`", "1", "[]{}"}), Value: "v"})
+		case 1:
+			return one(g, mounts(p), func(m *corev1.VolumeMount) {
+				m.SubPath, m.SubPathExpr = pick(g.r, []string{"a..b", "...", "a/..b", "..a", "a/b/"}), ""
+			})
+		case 2:
+			return one(g, keyPaths(p), func(k *corev1.KeyToPath) { k.Path = pick(g.r, []string{"a..b", "a/..b/c", "...x", "a/b/", "a//b"}) })
+		case 3:
+			return one(g, defaultModes(p), func(m **int32) { *m = new(pick(g.r, []int32{0, 0o777, 0o1, 0o111})) })
+		case 4:
+			return one(g, tokens(p), func(t *corev1.ServiceAccountTokenProjection) {
+				t.ExpirationSeconds = new(pick(g.r, []int64{600, 1 << 32, 1<<32 + 1, 4294967295}))
+			})
+		case 5:
+			grace := int64(30)
+			if p.Spec.TerminationGracePeriodSeconds != nil {
+				grace = *p.Spec.TerminationGracePeriodSeconds
+			}
+			c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: grace + pick(g.r, []int64{0, 1, -1})}}}
+		case 6:
+			rr := g.resources1(p)
+			rr.Requests["cpu"] = resource.MustParse(pick(g.r, []string{"1m", "0.1m", "0", "1n"}))
+			rr.Limits["memory"] = resource.MustParse(pick(g.r, []string{"1", "0", "1.5", "100m"}))
+		case 7:
+			v := g.volume1(p, func(v *corev1.Volume) bool { return v.HostPath != nil })
+			if v == nil {
+				return false
+			}
+			v.HostPath.Path = pick(g.r, []string{"/", "//", "/a/./b", "/a..b", "a", "/var/lib/..x", "C:\\x"})
+		default:
+			p.Spec.ActiveDeadlineSeconds = new(pick(g.r, []int64{1, 1<<31 - 1, 1 << 31}))
+		}
+		return true
+	}},
+	{"hugepages", func(g *gen, p *corev1.Pod) bool {
+		rr := g.resources1(p)
+		name := pick(g.r, []corev1.ResourceName{"hugepages-2Mi", "hugepages-1Gi", "hugepages-3Mi", "hugepages-"})
+		rr.Limits[name] = resource.MustParse(pick(g.r, []string{"2Mi", "4Mi", "1Mi", "1Gi", "0"}))
+		if g.chance(0.5) {
+			rr.Requests[name] = resource.MustParse(pick(g.r, []string{"2Mi", "4Mi"}))
+		}
+		if g.chance(0.5) {
+			rr.Limits["memory"] = resource.MustParse("1Gi")
+			rr.Requests["memory"] = resource.MustParse("1Gi")
+		}
+		if g.chance(0.3) {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "hp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+				Medium: corev1.StorageMedium(pick(g.r, []string{"HugePages", "HugePages-2Mi", "HugePages-3Mi"}))}}})
+		}
+		return true
+	}},
+	{"fileKeyRef", func(g *gen, p *corev1.Pod) bool {
+		c := g.container1(p)
+		vol := "missing"
+		if v := g.volume1(p, nil); v != nil && g.chance(0.8) {
+			vol = v.Name
+		}
+		c.Env = append(c.Env, corev1.EnvVar{Name: "F", ValueFrom: &corev1.EnvVarSource{FileKeyRef: &corev1.FileKeySelector{
+			VolumeName: vol,
+			Path:       pick(g.r, []string{"env.txt", "../env", "/abs", "", "a/b.env"}),
+			Key:        pick(g.r, []string{"KEY", "", "A=B", "1x", "a.b"}),
+		}}})
+		return true
+	}},
+	{"seccomp and AppArmor annotations", func(g *gen, p *corev1.Pod) bool {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		c := g.container1(p)
+		switch g.intn(4) {
+		case 0:
+			p.Annotations["seccomp.security.alpha.kubernetes.io/pod"] = pick(g.r, []string{"runtime/default", "unconfined", "localhost/x.json", "bogus", "localhost/"})
+		case 1:
+			p.Annotations["container.seccomp.security.alpha.kubernetes.io/"+c.Name] = pick(g.r, []string{"runtime/default", "unconfined", "docker/default", "bogus"})
+		case 2:
+			p.Annotations["container.apparmor.security.beta.kubernetes.io/"+pick(g.r, []string{c.Name, "nope"})] = pick(g.r, []string{"runtime/default", "unconfined", "localhost/prof", "localhost/", "bogus"})
+		default:
+			p.Annotations[pick(g.r, []string{"kubernetes.io/config.mirror", "controller.kubernetes.io/pod-deletion-cost"})] = pick(g.r, []string{"abc", "10", "", "-5", "99999999999"})
+		}
+		return true
+	}},
+	{"probe and hook details", func(g *gen, p *corev1.Pod) bool {
+		return one(g, probes(p), func(pr *corev1.Probe) {
+			switch g.intn(4) {
+			case 0:
+				pr.ProbeHandler = corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(80), Scheme: corev1.URIScheme(pick(g.r, []string{"FTP", "http", "HTTPS"}))}}
+			case 1:
+				pr.ProbeHandler = corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(80), HTTPHeaders: []corev1.HTTPHeader{{Name: pick(g.r, []string{"", "X Bad", "X-Ok", "x:y"}), Value: "v"}}}}
+			case 2:
+				pr.ProbeHandler = corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(80), Host: pick(g.r, []string{"bad host", "10.0.0.1", "example.com"}), Path: pick(g.r, []string{"healthz", "/a b", ""})}}
+			default:
+				pr.ProbeHandler = corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString(pick(g.r, []string{"http", "a_b", "1"})), Host: pick(g.r, []string{"", "bad host"})}}
+			}
+		})
+	}},
+	{"port hostIP and protocols", func(g *gen, p *corev1.Pod) bool {
+		c := g.container1(p)
+		c.Ports = append(c.Ports, corev1.ContainerPort{ContainerPort: 90, HostPort: pick(g.r, []int32{0, 9090}), HostIP: pick(g.r, []string{"bad", "10.0.0.1", "::1", "010.0.0.1"}), Protocol: "TCP"})
 		return true
 	}},
 	{"nodeName", func(g *gen, p *corev1.Pod) bool {
