@@ -76,6 +76,18 @@ func TestPodLevelRules(t *testing.T) {
 				{"metadata.annotations[container.apparmor.security.beta.kubernetes.io/x]", field.ErrorTypeInvalid, "container not found"},
 				{"metadata.annotations[container.apparmor.security.beta.kubernetes.io/x]", field.ErrorTypeInvalid, "invalid AppArmor profile name"},
 			}},
+		{"seccomp annotation and field differ", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{seccompContainerAnnotation + "c": "unconfined"}
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+		}, []wantErr{{"spec.containers[0].securityContext.seccompProfile.type", field.ErrorTypeForbidden, "seccomp type in annotation and field must match"}}},
+		{"seccomp annotation and field agree", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{seccompPodAnnotation: "localhost/a.json"}
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To("a.json")}}
+		}, nil},
+		{"apparmor localhost profiles differ", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{appArmorContainerAnnotation + "c": "localhost/a"}
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr.To("b")}}
+		}, []wantErr{{"spec.containers[0].securityContext.appArmorProfile.localhostProfile", field.ErrorTypeForbidden, "apparmor profile in annotation and field must match"}}},
 		{"negative grace is defaulted to 1", func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](-1) }, nil},
 		{"restart policy", func(p *corev1.Pod) { p.Spec.RestartPolicy = "Sometimes" }, []wantErr{{"spec.restartPolicy", field.ErrorTypeNotSupported, ""}}},
 		{"dns policy", func(p *corev1.Pod) { p.Spec.DNSPolicy = "Cluster" }, []wantErr{{"spec.dnsPolicy", field.ErrorTypeNotSupported, ""}}},

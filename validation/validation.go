@@ -64,6 +64,7 @@ func Pod(pod *corev1.Pod) field.ErrorList {
 	errs = append(errs, objectMeta(&pod.ObjectMeta, meta)...)
 	errs = append(errs, podAnnotations(pod.Annotations, &pod.Spec, meta.Child("annotations"))...)
 	errs = append(errs, podSpec(&pod.Spec, &pod.ObjectMeta, field.NewPath("spec"))...)
+	errs = append(errs, annotationsMatchFields(pod.Annotations, &pod.Spec, field.NewPath("spec"))...)
 	return errs
 }
 
@@ -181,6 +182,99 @@ func CheckVolume(pod *corev1.Pod, vol *corev1.Volume) error {
 	errs = append(errs, droppedFields(&spec, field.NewPath("spec"))...)
 	if len(errs) > 0 {
 		return &Error{Namespace: pod.Namespace, Name: pod.Name, Errs: errs}
+	}
+	return nil
+}
+
+// annotationsMatchFields is ValidatePodCreate's
+// validateSeccompAnnotationsAndFields and
+// validateAppArmorAnnotationsAndFieldsMatchOnCreate: where a deprecated
+// seccomp or AppArmor annotation and the field are both set, they must say
+// the same.
+func annotationsMatchFields(ann map[string]string, spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
+	if len(ann) == 0 {
+		return nil
+	}
+	var errs field.ErrorList
+	var podSeccomp *corev1.SeccompProfile
+	var podAppArmor *corev1.AppArmorProfile
+	if sc := spec.SecurityContext; sc != nil {
+		podSeccomp, podAppArmor = sc.SeccompProfile, sc.AppArmorProfile
+	}
+	if v, ok := ann[seccompPodAnnotation]; ok && podSeccomp != nil {
+		errs = append(errs, seccompMatches(v, podSeccomp, fld.Child("securityContext", "seccompProfile"))...)
+	}
+	windows := spec.OS != nil && spec.OS.Name == corev1.Windows
+	visit := func(p *field.Path, c *corev1.Container) {
+		var seccomp *corev1.SeccompProfile
+		appArmor := podAppArmor
+		if sc := c.SecurityContext; sc != nil {
+			seccomp = sc.SeccompProfile
+			if sc.AppArmorProfile != nil {
+				appArmor = sc.AppArmorProfile
+			}
+		}
+		if v, ok := ann[seccompContainerAnnotation+c.Name]; ok && seccomp != nil {
+			errs = append(errs, seccompMatches(v, seccomp, p.Child("securityContext", "seccompProfile"))...)
+		}
+		if v, ok := ann[appArmorContainerAnnotation+c.Name]; ok && appArmor != nil && !windows {
+			errs = append(errs, appArmorMatches(v, appArmor, p.Child("securityContext", "appArmorProfile"))...)
+		}
+	}
+	for i := range spec.InitContainers {
+		visit(fld.Child("initContainers").Index(i), &spec.InitContainers[i])
+	}
+	for i := range spec.Containers {
+		visit(fld.Child("containers").Index(i), &spec.Containers[i])
+	}
+	for i := range spec.EphemeralContainers {
+		c := corev1.Container(spec.EphemeralContainers[i].EphemeralContainerCommon)
+		visit(fld.Child("ephemeralContainers").Index(i), &c)
+	}
+	return errs
+}
+
+// seccompMatches is validateSeccompAnnotationsAndFieldsMatch.
+func seccompMatches(v string, f *corev1.SeccompProfile, fld *field.Path) field.ErrorList {
+	switch f.Type {
+	case corev1.SeccompProfileTypeUnconfined:
+		if v != corev1.SeccompProfileNameUnconfined {
+			return field.ErrorList{field.Forbidden(fld.Child("type"), "seccomp type in annotation and field must match")}
+		}
+	case corev1.SeccompProfileTypeRuntimeDefault:
+		if v != seccompRuntimeDefault && v != seccompDockerDefault {
+			return field.ErrorList{field.Forbidden(fld.Child("type"), "seccomp type in annotation and field must match")}
+		}
+	case corev1.SeccompProfileTypeLocalhost:
+		if !strings.HasPrefix(v, seccompLocalhostPrefix) {
+			return field.ErrorList{field.Forbidden(fld.Child("type"), "seccomp type in annotation and field must match")}
+		}
+		if f.LocalhostProfile == nil || strings.TrimPrefix(v, seccompLocalhostPrefix) != *f.LocalhostProfile {
+			return field.ErrorList{field.Forbidden(fld.Child("localhostProfile"), "seccomp profile in annotation and field must match")}
+		}
+	}
+	return nil
+}
+
+// appArmorMatches is validateAppArmorAnnotationsAndFieldsMatchOnCreate's
+// check of one container.
+func appArmorMatches(v string, f *corev1.AppArmorProfile, fld *field.Path) field.ErrorList {
+	switch f.Type {
+	case corev1.AppArmorProfileTypeUnconfined:
+		if v != appArmorUnconfinedAnnotation {
+			return field.ErrorList{field.Forbidden(fld.Child("type"), "apparmor type in annotation and field must match")}
+		}
+	case corev1.AppArmorProfileTypeRuntimeDefault:
+		if v != appArmorRuntimeDefault {
+			return field.ErrorList{field.Forbidden(fld.Child("type"), "apparmor type in annotation and field must match")}
+		}
+	case corev1.AppArmorProfileTypeLocalhost:
+		if !strings.HasPrefix(v, appArmorLocalhostPrefix) {
+			return field.ErrorList{field.Forbidden(fld.Child("type"), "apparmor type in annotation and field must match")}
+		}
+		if f.LocalhostProfile == nil || strings.TrimPrefix(v, appArmorLocalhostPrefix) != *f.LocalhostProfile {
+			return field.ErrorList{field.Forbidden(fld.Child("localhostProfile"), "apparmor profile in annotation and field must match")}
+		}
 	}
 	return nil
 }
