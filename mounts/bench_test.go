@@ -15,8 +15,10 @@ import (
 func BenchmarkMake(b *testing.B) {
 	vols := VolumeMap{}
 	var vms []corev1.VolumeMount
+	var pvs []corev1.Volume
 	for i := 0; i < 20; i++ {
 		name := fmt.Sprintf("vol%d", i)
+		pvs = append(pvs, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 		vols[name] = Volume{HostPath: "/var/lib/kubelet/pods/uid/volumes/" + name, SELinuxRelabel: i%2 == 0}
 		vm := corev1.VolumeMount{Name: name, MountPath: fmt.Sprintf("/mnt/%d", i), ReadOnly: i%3 == 0}
 		if i%4 == 0 {
@@ -28,6 +30,7 @@ func BenchmarkMake(b *testing.B) {
 		vms = append(vms, vm)
 	}
 	p, c := pod(vms...)
+	p.Spec.Volumes = append(p.Spec.Volumes, pvs...)
 	c.TerminationMessagePath = "/dev/termination-log"
 	req := Request{Pod: p, Container: c, Volumes: vols, PodDir: "/var/lib/kubelet/pods/uid", PodIPs: []string{"10.0.0.5"}}
 	disk := newMemDisk()

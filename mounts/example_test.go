@@ -16,13 +16,20 @@ func ExampleDockerBinds() {
 	hostToContainer := corev1.MountPropagationHostToContainer
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "1234"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name: "nginx",
-			VolumeMounts: []corev1.VolumeMount{
-				{Name: "config", MountPath: "/etc/nginx", ReadOnly: true},
-				{Name: "data", MountPath: "/data", MountPropagation: &hostToContainer},
+		Spec: corev1.PodSpec{
+			Volumes: []corev1.Volume{
+				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "nginx-conf"}}}},
+				{Name: "data", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/srv/web/data"}}},
 			},
-		}}},
+			Containers: []corev1.Container{{
+				Name:  "nginx",
+				Image: "nginx:1.27",
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "config", MountPath: "/etc/nginx", ReadOnly: true},
+					{Name: "data", MountPath: "/data", MountPropagation: &hostToContainer},
+				},
+			}},
+		},
 	}
 	volumes := mounts.VolumeMap{
 		"config": {HostPath: "/srv/web/config", SELinuxRelabel: true},

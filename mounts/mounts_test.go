@@ -12,6 +12,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podstart/podstart/validation"
 )
 
 // memDisk records side effects without touching the file system.
@@ -50,10 +52,28 @@ func (d *memDisk) CreateTerminationFile(dir string) (string, error) {
 
 func ptr[T any](v T) *T { return &v }
 
+// pod is a valid pod whose one container, app, has mounts; its volumes
+// are testVolumes.
 func pod(mounts ...corev1.VolumeMount) (*corev1.Pod, *corev1.Container) {
-	c := corev1.Container{Name: "app", VolumeMounts: mounts}
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid1"}, Spec: corev1.PodSpec{Containers: []corev1.Container{c}}}
+	c := corev1.Container{Name: "app", Image: "registry.example/app:1", VolumeMounts: mounts}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid1"},
+		Spec: corev1.PodSpec{Volumes: testVolumes(), Containers: []corev1.Container{c}}}
 	return p, &p.Spec.Containers[0]
+}
+
+// testVolumes are the volumes of every test pod: those of the VolumeMap
+// volumes, each of a type kubelet gives those attributes (data a hostPath,
+// forced a Secret, mounted read-only, label an emptyDir, relabelled); v,
+// which the disk tests map to a real directory; and unmapped, which no
+// VolumeMap has (a volume its caller did not set up).
+func testVolumes() []corev1.Volume {
+	return []corev1.Volume{
+		{Name: "data", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/v/data"}}},
+		{Name: "forced", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "forced"}}},
+		{Name: "label", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "v", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "unmapped", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
 }
 
 var volumes = VolumeMap{
@@ -62,16 +82,23 @@ var volumes = VolumeMap{
 	"label":  {HostPath: "/v/label", SELinuxRelabel: true},
 }
 
+// TestMakeRules: kubelet's rules for one volumeMount. A mount the API
+// server refuses (invalid: its field and message) is refused by Make as an
+// invalid pod before any of them runs; makeOne, which Make runs once the
+// pod is checked, still refuses it with kubelet's own error (wantErr,
+// errText), the defence for a pod that got past the check.
 func TestMakeRules(t *testing.T) {
 	t.Parallel()
 	private := PropagationPrivate
 	tests := []struct {
-		name    string
-		vm      corev1.VolumeMount
-		env     map[string]string
-		want    Mount
-		wantErr error
-		errText string
+		name       string
+		vm         corev1.VolumeMount
+		privileged bool // Bidirectional propagation needs a privileged container
+		env        map[string]string
+		want       Mount
+		wantErr    error
+		errText    string
+		invalid    string // what validation.Check names, for a mount the API server refuses
 	}{
 		{name: "plain", vm: corev1.VolumeMount{Name: "data", MountPath: "/data"}, want: Mount{Name: "data", ContainerPath: "/data", HostPath: "/v/data", Propagation: private}},
 		{name: "relative container path made absolute", vm: corev1.VolumeMount{Name: "data", MountPath: "bar"}, want: Mount{Name: "data", ContainerPath: "/bar", HostPath: "/v/data", Propagation: private}},
@@ -81,33 +108,52 @@ func TestMakeRules(t *testing.T) {
 		{name: "selinux relabel from the volume", vm: corev1.VolumeMount{Name: "label", MountPath: "/d"}, want: Mount{Name: "label", ContainerPath: "/d", HostPath: "/v/label", SELinuxRelabel: true, Propagation: private}},
 		{name: "propagation None", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", MountPropagation: ptr(corev1.MountPropagationNone)}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data", Propagation: private}},
 		{name: "propagation HostToContainer", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", MountPropagation: ptr(corev1.MountPropagationHostToContainer)}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data", Propagation: PropagationHostToContainer}},
-		{name: "propagation Bidirectional", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", MountPropagation: ptr(corev1.MountPropagationBidirectional)}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data", Propagation: PropagationBidirectional}},
-		{name: "propagation invalid", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", MountPropagation: ptr(corev1.MountPropagationMode("Sideways"))}, wantErr: ErrInvalidPropagation, errText: `invalid MountPropagation mode: "Sideways"`},
-		{name: "missing volume", vm: corev1.VolumeMount{Name: "nope", MountPath: "/d"}, wantErr: ErrVolumeNotFound, errText: `cannot find volume "nope" to mount into container "app"`},
-		{name: "empty volume name", vm: corev1.VolumeMount{MountPath: "/d"}, wantErr: ErrVolumeNotFound, errText: "has no volume name"},
+		{name: "propagation Bidirectional", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", MountPropagation: ptr(corev1.MountPropagationBidirectional)}, privileged: true, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data", Propagation: PropagationBidirectional}},
+		{name: "propagation invalid", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", MountPropagation: ptr(corev1.MountPropagationMode("Sideways"))}, wantErr: ErrInvalidPropagation, errText: `invalid MountPropagation mode: "Sideways"`, invalid: `spec.containers[0].volumeMounts.mountPropagation: Unsupported value: "Sideways"`},
+		{name: "missing volume", vm: corev1.VolumeMount{Name: "nope", MountPath: "/d"}, wantErr: ErrVolumeNotFound, errText: `cannot find volume "nope" to mount into container "app"`, invalid: `spec.containers[0].volumeMounts[0].name: Not found: "nope"`},
+		{name: "volume of the pod not set up", vm: corev1.VolumeMount{Name: "unmapped", MountPath: "/d"}, wantErr: ErrVolumeNotFound, errText: `cannot find volume "unmapped" to mount into container "app"`},
+		{name: "empty volume name", vm: corev1.VolumeMount{MountPath: "/d"}, wantErr: ErrVolumeNotFound, errText: "has no volume name", invalid: "spec.containers[0].volumeMounts[0].name: Required value"},
 		{name: "subPath", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPath: "a/b"}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data/a/b", Propagation: private}},
 		{name: "subPath ..foo allowed", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPath: "..foo/a..b"}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data/..foo/a..b", Propagation: private}},
-		{name: "subPath absolute", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPath: "/etc"}, wantErr: ErrInvalidSubPath, errText: "error SubPath `/etc` must not be an absolute path"},
-		{name: "subPath .. first", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPath: "../x"}, wantErr: ErrInvalidSubPath, errText: "unable to provision SubPath `../x`: must not contain '..'"},
-		{name: "subPath .. middle", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPath: "a/../../x"}, wantErr: ErrInvalidSubPath},
-		{name: "subPath .. last", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPath: "a/.."}, wantErr: ErrInvalidSubPath},
-		{name: "subPath .. alone", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPath: ".."}, wantErr: ErrInvalidSubPath},
+		{name: "subPath absolute", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPath: "/etc"}, wantErr: ErrInvalidSubPath, errText: "error SubPath `/etc` must not be an absolute path", invalid: `spec.containers[0].volumeMounts.subPath: Invalid value: "/etc": must be a relative path`},
+		{name: "subPath .. first", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPath: "../x"}, wantErr: ErrInvalidSubPath, errText: "unable to provision SubPath `../x`: must not contain '..'", invalid: `spec.containers[0].volumeMounts.subPath: Invalid value: "../x": must not contain '..'`},
+		{name: "subPath .. middle", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPath: "a/../../x"}, wantErr: ErrInvalidSubPath, invalid: `spec.containers[0].volumeMounts.subPath: Invalid value: "a/../../x": must not contain '..'`},
+		{name: "subPath .. last", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPath: "a/.."}, wantErr: ErrInvalidSubPath, invalid: `spec.containers[0].volumeMounts.subPath: Invalid value: "a/..": must not contain '..'`},
+		{name: "subPath .. alone", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPath: ".."}, wantErr: ErrInvalidSubPath, invalid: `spec.containers[0].volumeMounts.subPath: Invalid value: "..": must not contain '..'`},
 		{name: "subPath NUL", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPath: "a\x00b"}, wantErr: ErrInvalidSubPath},
 		{name: "subPathExpr", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPathExpr: "logs/$(POD)"}, env: map[string]string{"POD": "web"}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data/logs/web", Propagation: private}},
 		{name: "subPathExpr missing and empty, sorted", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPathExpr: "$(Z)/$(A)/$(E)"}, env: map[string]string{"E": ""}, wantErr: ErrInvalidSubPath, errText: "missing value for A, E, Z"},
 		{name: "subPathExpr expanding to ..", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPathExpr: "$(P)"}, env: map[string]string{"P": "../up"}, wantErr: ErrInvalidSubPath},
 		{name: "subPathExpr expanding to absolute", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", SubPathExpr: "$(P)"}, env: map[string]string{"P": "/abs"}, wantErr: ErrInvalidSubPath},
-		{name: "rro without read-only", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", RecursiveReadOnly: ptr(corev1.RecursiveReadOnlyEnabled)}, wantErr: ErrRecursiveReadOnly, errText: `volume "data" requested recursive read-only mode, but it is not read-only`},
-		{name: "rro with propagation", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", ReadOnly: true, RecursiveReadOnly: ptr(corev1.RecursiveReadOnlyEnabled), MountPropagation: ptr(corev1.MountPropagationHostToContainer)}, wantErr: ErrRecursiveReadOnly, errText: `not compatible with propagation "HostToContainer"`},
+		{name: "rro without read-only", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", RecursiveReadOnly: ptr(corev1.RecursiveReadOnlyEnabled)}, wantErr: ErrRecursiveReadOnly, errText: `volume "data" requested recursive read-only mode, but it is not read-only`, invalid: "spec.containers[0].volumeMounts.recursiveReadOnly: Forbidden: may only be specified when readOnly is true"},
+		{name: "rro with propagation", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", ReadOnly: true, RecursiveReadOnly: ptr(corev1.RecursiveReadOnlyEnabled), MountPropagation: ptr(corev1.MountPropagationHostToContainer)}, wantErr: ErrRecursiveReadOnly, errText: `not compatible with propagation "HostToContainer"`, invalid: "spec.containers[0].volumeMounts.recursiveReadOnly: Forbidden: may only be specified when mountPropagation is None or not specified"},
 		{name: "rro enabled supported", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", ReadOnly: true, RecursiveReadOnly: ptr(corev1.RecursiveReadOnlyEnabled)}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data", ReadOnly: true, RecursiveReadOnly: true, Propagation: private}},
 		{name: "rro if possible", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", ReadOnly: true, RecursiveReadOnly: ptr(corev1.RecursiveReadOnlyIfPossible)}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data", ReadOnly: true, RecursiveReadOnly: true, Propagation: private}},
 		{name: "rro disabled", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", RecursiveReadOnly: ptr(corev1.RecursiveReadOnlyDisabled)}, want: Mount{Name: "data", ContainerPath: "/d", HostPath: "/v/data", Propagation: private}},
-		{name: "rro unknown", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", ReadOnly: true, RecursiveReadOnly: ptr(corev1.RecursiveReadOnlyMode("Maybe"))}, wantErr: ErrRecursiveReadOnly, errText: `unknown recursive read-only mode "Maybe"`},
+		{name: "rro unknown", vm: corev1.VolumeMount{Name: "data", MountPath: "/d", ReadOnly: true, RecursiveReadOnly: ptr(corev1.RecursiveReadOnlyMode("Maybe"))}, wantErr: ErrRecursiveReadOnly, errText: `unknown recursive read-only mode "Maybe"`, invalid: `spec.containers[0].volumeMounts.recursiveReadOnly: Unsupported value: "Maybe"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, c := pod(tt.vm)
-			got, err := Make(context.Background(), Request{Pod: p, Container: c, Volumes: volumes, Env: tt.env}, WithDisk(newMemDisk()), WithRecursiveReadOnlySupport(true))
+			if tt.privileged {
+				c.SecurityContext = &corev1.SecurityContext{Privileged: ptr(true)}
+			}
+			req := Request{Pod: p, Container: c, Volumes: volumes, Env: tt.env}
+			got, err := Make(context.Background(), req, WithDisk(newMemDisk()), WithRecursiveReadOnlySupport(true))
+			if tt.invalid != "" {
+				if !errors.Is(err, validation.ErrInvalidPod) || !errors.Is(err, ErrInvalidName) || !strings.Contains(err.Error(), tt.invalid) {
+					t.Fatalf("err = %v, want an invalid pod naming %q", err, tt.invalid)
+				}
+				disk := newMemDisk()
+				_, err = makeOne(&c.VolumeMounts[0], c, req, disk, true)
+				if !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.errText) {
+					t.Fatalf("makeOne: err = %v, want %v containing %q", err, tt.wantErr, tt.errText)
+				}
+				if len(disk.mkdirs) != 0 {
+					t.Fatalf("makeOne made %v for a refused mount", disk.mkdirs)
+				}
+				return
+			}
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.errText) {
 					t.Fatalf("err = %v, want %v containing %q", err, tt.wantErr, tt.errText)
@@ -383,7 +429,10 @@ func TestDockerMounts(t *testing.T) {
 func TestEmptyVolumePathRefused(t *testing.T) {
 	t.Parallel()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", VolumeMounts: []corev1.VolumeMount{{Name: "v", MountPath: "/v"}}}}}}
+		Spec: corev1.PodSpec{
+			Volumes:    []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			Containers: []corev1.Container{{Name: "c", Image: "registry.example/app:1", VolumeMounts: []corev1.VolumeMount{{Name: "v", MountPath: "/v"}}}},
+		}}
 	_, err := Make(context.Background(), Request{Pod: pod, Container: &pod.Spec.Containers[0], Volumes: VolumeMap{"v": {}}})
 	if !errors.Is(err, ErrVolumeNotFound) || !strings.Contains(err.Error(), "path is empty") {
 		t.Fatalf("empty host path: %v", err)
