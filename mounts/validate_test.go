@@ -17,9 +17,9 @@ func namedPod() *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "0c4b2c5e-uid"},
 		Spec: corev1.PodSpec{
-			Volumes:        []corev1.Volume{{Name: "data"}},
-			InitContainers: []corev1.Container{{Name: "init"}},
-			Containers:     []corev1.Container{{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
+			Volumes:        []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			InitContainers: []corev1.Container{{Name: "init", Image: "registry.example/init:1"}},
+			Containers:     []corev1.Container{{Name: "app", Image: "registry.example/app:1", VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
 		},
 	}
 }
@@ -74,14 +74,16 @@ func TestValidatePodNames(t *testing.T) {
 }
 
 // TestMakeRefusesEscapingNames: Make writes nothing outside PodDir for a
-// container named ".." or a pod with a bad UID.
+// container named ".." or a pod with a bad UID, and names the field.
 func TestMakeRefusesEscapingNames(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		mutate func(p *corev1.Pod)
+		field  string
 	}{
-		{name: "container dotdot", mutate: func(p *corev1.Pod) { p.Spec.Containers[0].Name = "../../escape" }},
-		{name: "uid dotdot", mutate: func(p *corev1.Pod) { p.UID = ".." }},
+		{name: "valid", mutate: func(*corev1.Pod) {}},
+		{name: "container dotdot", mutate: func(p *corev1.Pod) { p.Spec.Containers[0].Name = "../../escape" }, field: "spec.containers[0].name"},
+		{name: "uid dotdot", mutate: func(p *corev1.Pod) { p.UID = ".." }, field: "metadata.uid"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
@@ -92,8 +94,16 @@ func TestMakeRefusesEscapingNames(t *testing.T) {
 			c.TerminationMessagePath = "/dev/termination-log"
 			_, err := Make(context.Background(), Request{Pod: p, Container: c, PodDir: podDir,
 				Volumes: VolumeMap{"data": {HostPath: root}}})
-			if !errors.Is(err, ErrInvalidName) {
-				t.Fatalf("err = %v, want ErrInvalidName", err)
+			if tt.field == "" {
+				// The pod the others change is valid: their names alone
+				// are refused.
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalidName) || !strings.Contains(err.Error(), tt.field) {
+				t.Fatalf("err = %v, want ErrInvalidName on %s", err, tt.field)
 			}
 			entries, _ := os.ReadDir(root)
 			if len(entries) != 0 {
