@@ -3,6 +3,7 @@ package validationdiff
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -76,10 +77,43 @@ func apiServerCreate(pod *corev1.Pod) (errs field.ErrorList) {
 		APIPrefix: "api", APIVersion: "v1", Namespace: namespace, Resource: "pods",
 	})
 
+	// Ephemeral containers cannot be set on create; validation's package
+	// doc compares them with the ephemeralcontainers subresource's rules,
+	// on a pod created without them (below).
+	ephemeral := internal.Spec.EphemeralContainers
+	internal.Spec.EphemeralContainers = nil
+
 	// rest.BeforeCreate, its field errors kept as they are.
 	if err := rest.EnsureObjectNamespaceMatchesRequestNamespace(namespace, internal); err != nil {
 		return field.ErrorList{field.Invalid(field.NewPath("metadata", "namespace"), pod.Namespace, err.Error())}
 	}
 	podregistry.Strategy.PrepareForCreate(ctx, internal)
-	return rest.ValidateCreate(ctx, internal, podregistry.Strategy)
+	errs = rest.ValidateCreate(ctx, internal, podregistry.Strategy)
+	if len(ephemeral) == 0 {
+		return errs
+	}
+
+	// PUT .../pods/{name}/ephemeralcontainers with the stored pod and the
+	// ephemeral containers: rest.BeforeUpdate with the strategy the
+	// subresource's storage uses.
+	internal.ResourceVersion = "1" // as stored
+	updated := internal.DeepCopy()
+	updated.Spec.EphemeralContainers = ephemeral
+	uctx := genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
+		IsResourceRequest: true, Path: "/api/v1/namespaces/" + namespace + "/pods/" + internal.Name + "/ephemeralcontainers", Verb: "update",
+		APIPrefix: "api", APIVersion: "v1", Namespace: namespace, Resource: "pods", Subresource: "ephemeralcontainers", Name: internal.Name,
+	})
+	podregistry.EphemeralContainersStrategy.PrepareForUpdate(uctx, updated, internal)
+	uerrs := rest.ValidateUpdate(uctx, updated, internal, podregistry.EphemeralContainersStrategy)
+	if len(errs) == 0 {
+		return uerrs
+	}
+	// The pod itself is refused: its errors, and the ephemeral containers'
+	// own (the update validates the rest of the pod again).
+	for _, e := range uerrs {
+		if strings.HasPrefix(e.Field, "spec.ephemeralContainers") {
+			errs = append(errs, e)
+		}
+	}
+	return errs
 }

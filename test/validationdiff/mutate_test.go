@@ -741,10 +741,27 @@ var catalogue = []mutation{
 		}
 		return true
 	}},
-	{"ephemeral container on create", func(g *gen, p *corev1.Pod) bool {
-		p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-			Name: "debugger", Image: "busybox", ImagePullPolicy: "IfNotPresent", TerminationMessagePolicy: "File",
-		}})
+	{"ephemeral containers", func(g *gen, p *corev1.Pod) bool {
+		// Mostly what kubectl debug sends; sometimes with the fields an
+		// ephemeral container may not have, or a bad target.
+		c := g.container(p.Spec.Volumes, true, false)
+		if g.chance(0.7) {
+			c.Ports, c.Resources, c.ResizePolicy, c.RestartPolicy, c.RestartPolicyRules = nil, corev1.ResourceRequirements{}, nil, nil, nil
+			for i := range c.VolumeMounts {
+				c.VolumeMounts[i].SubPath, c.VolumeMounts[i].SubPathExpr = "", ""
+			}
+		}
+		if g.chance(0.1) {
+			c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"x"}}}}
+		}
+		if g.chance(0.1) {
+			c.ReadinessProbe = g.probe(false)
+		}
+		e := corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon(c)}
+		if g.chance(0.5) && len(p.Spec.Containers) > 0 {
+			e.TargetContainerName = pick(g.r, []string{p.Spec.Containers[0].Name, "missing", ""})
+		}
+		p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, e)
 		return true
 	}},
 
