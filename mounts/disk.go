@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
 	"github.com/cyphar/filepath-securejoin/pathrs-lite/procfs"
@@ -184,10 +186,8 @@ func (d OSDisk) ResolveSubPath(root, subPath string) (string, error) {
 // saves a truncate and write on every start (a container that changed its
 // /etc/hosts still gets it restored).
 func (OSDisk) WriteFile(name string, data []byte, perm fs.FileMode) error {
-	if old, err := os.ReadFile(name); err == nil && bytes.Equal(old, data) {
-		if fi, err := os.Stat(name); err == nil && fi.Mode().Perm() == perm {
-			return nil
-		}
+	if holds(name, data, perm) {
+		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(name), 0o750); err != nil {
 		return err
@@ -196,6 +196,25 @@ func (OSDisk) WriteFile(name string, data []byte, perm fs.FileMode) error {
 		return err
 	}
 	return os.Chmod(name, perm)
+}
+
+// holds says whether name is a regular file of mode perm holding exactly
+// data. The file is mounted into containers, which may grow it or write
+// anything into it: only a file of data's size is read, and at most that
+// many bytes, without following a link or waiting on a FIFO.
+func holds(name string, data []byte, perm fs.FileMode) bool {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(len(data)) || fi.Mode().Perm() != perm {
+		return false
+	}
+	old := make([]byte, len(data)+1)
+	n, err := io.ReadFull(f, old)
+	return (err == io.ErrUnexpectedEOF || err == io.EOF) && n == len(data) && bytes.Equal(old[:n], data)
 }
 
 // ReadFile implements Disk.

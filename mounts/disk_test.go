@@ -200,3 +200,44 @@ func TestWriteFileRestoresChangedHostsFile(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteFileRestoresHostileHostsFile: the hosts file is mounted into
+// containers, which may grow it, empty it or make it a FIFO-sized lie; the
+// next write restores exactly what it should hold, reading at most that
+// many bytes of what is there (holds), and leaves a matching file alone.
+func TestWriteFileRestoresHostileHostsFile(t *testing.T) {
+	data := []byte("127.0.0.1\tlocalhost\n")
+	for _, tc := range []struct {
+		name  string
+		setup func(p string) error
+	}{
+		{"grown to 64 MiB", func(p string) error {
+			if err := os.WriteFile(p, data, 0o644); err != nil {
+				return err
+			}
+			return os.Truncate(p, 64<<20)
+		}},
+		{"emptied", func(p string) error { return os.WriteFile(p, nil, 0o644) }},
+		{"same size, other bytes", func(p string) error { return os.WriteFile(p, []byte(strings.Repeat("x", len(data))), 0o644) }},
+		{"other mode", func(p string) error { return os.WriteFile(p, data, 0o600) }},
+		{"missing", func(string) error { return nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "etc-hosts")
+			if err := tc.setup(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := (OSDisk{}).WriteFile(p, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(p)
+			fi, serr := os.Stat(p)
+			if err != nil || serr != nil || string(got) != string(data) || fi.Mode().Perm() != 0o644 {
+				t.Fatalf("file %q %v (%v, %v), want %q 0644", got, fi.Mode(), err, serr, data)
+			}
+			if !holds(p, data, 0o644) || holds(p, data, 0o600) || holds(p, append(data, 'x'), 0o644) {
+				t.Fatal("holds does not tell the restored file from others")
+			}
+		})
+	}
+}
