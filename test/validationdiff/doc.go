@@ -27,7 +27,12 @@
 //     rest.BeforeCreate calls it: pod.Strategy.Validate (ValidatePodCreate
 //     with GetValidationOptionsFromPodSpecAndMeta's options), the generic
 //     object-meta checks, and the declarative validation the pod strategy
-//     opts into. Feature gates keep their v1.37 defaults. The API server is
+//     opts into. A pod's ephemeral containers, which the create path
+//     refuses outright, are compared as validation's package doc says it
+//     checks them: the pod is created without them, then they are added
+//     through the ephemeralcontainers subresource (the
+//     EphemeralContainersStrategy's PrepareForUpdate and
+//     rest.ValidateUpdate). Feature gates keep their v1.37 defaults. The API server is
 //     taken as started with --allow-privileged=true (capabilities), as every
 //     cluster that runs privileged pods is, and as kubelet validates; no
 //     admission plugin runs.
@@ -90,8 +95,9 @@
 // negative or too large IDs, seccomp and AppArmor Localhost without a
 // profile, host namespaces in a user namespace, shareProcessNamespace with
 // hostPID, bad capabilities); v1.37's alpha fields (bindMountOptions,
-// emptyDir mode, volume user and defaultUser); ephemeral containers on
-// create; missing required fields (image, containers, volume source,
+// emptyDir mode, volume user and defaultUser); ephemeral containers (as
+// kubectl debug sends them, or with fields they may not have, or a bad
+// target); missing required fields (image, containers, volume source,
 // referenced names) and bad enums, dnsConfig, hostAliases, hostname,
 // subdomain, serviceAccountName and nodeName; pod-level names and enums
 // (priority and runtime class, hostnameOverride, image pull secrets,

@@ -299,7 +299,7 @@ var catalogue = []mutation{
 	{"host port duplicate", func(g *gen, p *corev1.Pod) bool {
 		a, b := g.container1(p), g.container1(p)
 		a.Ports = append(a.Ports, corev1.ContainerPort{ContainerPort: 80, HostPort: 8080})
-		b.Ports = append(b.Ports, corev1.ContainerPort{ContainerPort: 81, HostPort: 8080})
+		b.Ports = append(b.Ports, corev1.ContainerPort{ContainerPort: 81, HostPort: 8080, Protocol: pick(g.r, []corev1.Protocol{"", "TCP", "UDP"}), HostIP: pick(g.r, []string{"", "", "10.0.0.1"})})
 		return true
 	}},
 
