@@ -1264,21 +1264,43 @@ func roundedQuantity(q resource.Quantity) resource.Quantity {
 // requirements: quantities rounded up to milli-units and, for app and init
 // containers (defaultRequests), a missing request equal to its limit.
 func (pc *podContext) resources(r *corev1.ResourceRequirements, defaultRequests bool, fld *field.Path) field.ErrorList {
+	errs := requirements(r, containerResourceName, defaultRequests, fld)
+	if len(r.Claims) > 0 {
+		errs = append(errs, pc.resourceClaims(r.Claims, fld.Child("claims"))...)
+	}
+	return errs
+}
+
+// resourceNameFunc validates the name of a resource in limits or requests
+// (ValidateContainerResourceName, validatePodResourceName); path is only
+// called for an error.
+type resourceNameFunc func(name corev1.ResourceName, path func() *field.Path) field.ErrorList
+
+// requirements is validateResourceRequirements but for its claims, on the
+// defaulted requirements: quantities rounded up to milli-units and, with
+// defaultRequests, a missing request equal to its limit. nameFn checks each
+// name. Each quantity's errors come in the API server's order.
+func requirements(r *corev1.ResourceRequirements, nameFn resourceNameFunc, defaultRequests bool, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	limContainsCPUOrMemory, reqContainsCPUOrMemory := false, false
 	limContainsHugePages, reqContainsHugePages := false, false
 	for name, q := range r.Limits {
 		q = roundedQuantity(q)
-		errs = append(errs, resourceQuantity(name, q, func() *field.Path { return fld.Child("limits").Key(string(name)) })...)
+		path := func() *field.Path { return fld.Child("limits").Key(string(name)) }
+		errs = append(errs, nameFn(name, path)...)
+		errs = append(errs, quantityValue(name, q, path)...)
 		if isHugePages(name) {
 			limContainsHugePages = true
+			errs = append(errs, hugePageValue(name, q, path)...)
 		}
 		if name == corev1.ResourceCPU || name == corev1.ResourceMemory {
 			limContainsCPUOrMemory = true
 		}
 	}
 	request := func(name corev1.ResourceName, q resource.Quantity) {
-		errs = append(errs, resourceQuantity(name, q, func() *field.Path { return fld.Child("requests").Key(string(name)) })...)
+		path := func() *field.Path { return fld.Child("requests").Key(string(name)) }
+		errs = append(errs, nameFn(name, path)...)
+		errs = append(errs, quantityValue(name, q, path)...)
 		if limit, ok := r.Limits[name]; ok {
 			limit = roundedQuantity(limit)
 			if c := q.Cmp(limit); c != 0 && !overcommitAllowed(name) {
@@ -1291,6 +1313,7 @@ func (pc *podContext) resources(r *corev1.ResourceRequirements, defaultRequests 
 		}
 		if isHugePages(name) {
 			reqContainsHugePages = true
+			errs = append(errs, hugePageValue(name, q, path)...)
 		}
 		if name == corev1.ResourceCPU || name == corev1.ResourceMemory {
 			reqContainsCPUOrMemory = true
@@ -1309,28 +1332,29 @@ func (pc *podContext) resources(r *corev1.ResourceRequirements, defaultRequests 
 	if !limContainsCPUOrMemory && !reqContainsCPUOrMemory && (reqContainsHugePages || limContainsHugePages) {
 		errs = append(errs, field.Forbidden(fld, "HugePages require cpu or memory"))
 	}
-	if len(r.Claims) > 0 {
-		errs = append(errs, pc.resourceClaims(r.Claims, fld.Child("claims"))...)
-	}
 	return errs
 }
 
-// resourceQuantity validates one resource of a container's limits or
-// requests: its name (ValidateContainerResourceName), its quantity
-// (ValidateResourceQuantityValue) and a hugepage size's multiple.
-func resourceQuantity(name corev1.ResourceName, q resource.Quantity, path func() *field.Path) field.ErrorList {
+// quantityValue is ValidateResourceQuantityValue: q is not negative, and
+// whole for a resource counted in units.
+func quantityValue(name corev1.ResourceName, q resource.Quantity, path func() *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	errs = append(errs, containerResourceName(name, path)...)
 	if q.Sign() < 0 {
 		errs = append(errs, nonnegativeQuantity(q, path())...)
 	}
 	if integerResource(name) && q.MilliValue()%1000 != 0 {
 		errs = append(errs, field.Invalid(path(), q, isNotIntegerErrorMsg))
 	}
-	if isHugePages(name) && !hugePagesDivisible(name, q) {
-		errs = append(errs, field.Invalid(path(), q.String(), fmt.Sprintf("%s is not positive integer multiple of %s", q.String(), name)))
-	}
 	return errs
+}
+
+// hugePageValue is validateResourceQuantityHugePageValue (indivisible
+// values are allowed only in an update of a pod that has them).
+func hugePageValue(name corev1.ResourceName, q resource.Quantity, path func() *field.Path) field.ErrorList {
+	if !hugePagesDivisible(name, q) {
+		return field.ErrorList{field.Invalid(path(), q.String(), fmt.Sprintf("%s is not positive integer multiple of %s", q.String(), name))}
+	}
+	return nil
 }
 
 func isHugePages(name corev1.ResourceName) bool {
@@ -1391,18 +1415,24 @@ func standardResource(name corev1.ResourceName) bool {
 	return isHugePages(name) || strings.HasPrefix(string(name), corev1.ResourceRequestsHugePagesPrefix)
 }
 
-// containerResourceName is ValidateContainerResourceName.
-func containerResourceName(name corev1.ResourceName, path func() *field.Path) field.ErrorList {
+// resourceName is validateResourceName: a qualified name, and a standard
+// resource if unprefixed.
+func resourceName(name corev1.ResourceName, path func() *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, msg := range validation.IsQualifiedName(string(name)) {
 		errs = append(errs, field.Invalid(path(), name, msg))
 	}
-	unprefixed := !strings.Contains(string(name), "/")
-	if len(errs) == 0 && unprefixed && !standardResource(name) {
+	if len(errs) == 0 && !strings.Contains(string(name), "/") && !standardResource(name) {
 		errs = append(errs, field.Invalid(path(), name, "must be a standard resource type or fully qualified"))
 	}
+	return errs
+}
+
+// containerResourceName is ValidateContainerResourceName.
+func containerResourceName(name corev1.ResourceName, path func() *field.Path) field.ErrorList {
+	errs := resourceName(name, path)
 	switch {
-	case unprefixed:
+	case !strings.Contains(string(name), "/"):
 		if name != corev1.ResourceCPU && name != corev1.ResourceMemory && name != corev1.ResourceEphemeralStorage && !isHugePages(name) {
 			errs = append(errs, field.Invalid(path(), name, "must be a standard resource for containers"))
 		}
