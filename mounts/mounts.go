@@ -81,6 +81,7 @@ type options struct {
 	nodeHostsFile string
 	rroSupported  bool
 	noTermination bool
+	checked       bool
 }
 
 // WithDisk sets where side effects go (default: OSDisk).
@@ -97,6 +98,12 @@ func WithNodeHostsFile(p string) Option { return func(o *options) { o.nodeHostsF
 // WithRecursiveReadOnlySupport says the runtime handler supports recursive
 // read-only mounts (CRI RuntimeHandlerFeatures.RecursiveReadOnlyMounts).
 func WithRecursiveReadOnlySupport(ok bool) Option { return func(o *options) { o.rroSupported = ok } }
+
+// WithCheckedPod says the caller has just checked Request.Pod with
+// validation.Check and the pod has not changed since, so Make does not
+// check it again: podsync's SyncPod checks a pod once per sync, then makes
+// the mounts of each container it starts.
+func WithCheckedPod() Option { return func(o *options) { o.checked = true } }
 
 // WithoutTerminationMessage leaves out the termination message mount (for
 // callers that only want the volume mounts).
@@ -116,8 +123,10 @@ func Make(ctx context.Context, req Request, opts ...Option) ([]Mount, error) {
 		opt(&o)
 	}
 	pod, c := req.Pod, req.Container
-	if err := validation.Check(pod); err != nil {
-		return nil, err
+	if !o.checked {
+		if err := validation.Check(pod); err != nil {
+			return nil, err
+		}
 	}
 	mountHosts := ShouldMountHostsFile(pod, req.PodIPs)
 	out := make([]Mount, 0, len(c.VolumeMounts)+2)

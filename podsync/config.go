@@ -118,7 +118,11 @@ func (s *Syncer) podInputs(ctx context.Context, pod *corev1.Pod) *podInputs {
 
 func (in *podInputs) volumes() (mounts.VolumeMap, error) {
 	if !in.volumesDone {
-		in.vols, in.volErr = in.s.o.volumes.Volumes(in.ctx, in.pod)
+		if d, ok := in.s.o.volumes.(DefaultVolumes); ok {
+			in.vols, in.volErr = d.checkedVolumes(in.pod) // SyncPod checked the pod
+		} else {
+			in.vols, in.volErr = in.s.o.volumes.Volumes(in.ctx, in.pod)
+		}
 		in.volumesDone = true
 	}
 	return in.vols, in.volErr

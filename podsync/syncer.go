@@ -209,6 +209,8 @@ func NewSyncer(rt runtime.RuntimeService, ims ImageEnsurer, opts ...Option) *Syn
 		o.volumes = DefaultVolumes{RootDir: o.node.RootDir, Mounter: o.mounter, NodeAllocatable: o.node.Allocatable}
 	}
 	o.mountOpts = append([]mounts.Option{mounts.WithClusterDomain(o.node.ClusterDomain)}, o.mountOpts...)
+	// Mounts are made only for the pod SyncPod has just checked.
+	o.mountOpts = append(o.mountOpts, mounts.WithCheckedPod())
 	if o.node.UserNamespaces && o.node.UserNamespaceMapper == nil {
 		// Kubelet's defaults cannot fail its checks.
 		if u, err := NewUserNamespaces(o.node.RootDir, 0, 0, 0, 0); err == nil {

@@ -56,6 +56,11 @@ func (d DefaultVolumes) Volumes(ctx context.Context, pod *corev1.Pod) (mounts.Vo
 	if err := validation.Check(pod); err != nil {
 		return nil, err
 	}
+	return d.checkedVolumes(pod)
+}
+
+// checkedVolumes is Volumes for a pod already checked.
+func (d DefaultVolumes) checkedVolumes(pod *corev1.Pod) (mounts.VolumeMap, error) {
 	out := mounts.VolumeMap{}
 	for _, v := range pod.Spec.Volumes {
 		m, err := d.volume(pod, v)

@@ -30,7 +30,8 @@
 // host namespaces and user namespaces, pod security context with sysctls,
 // seccomp and AppArmor, hostname, subdomain and hostnameOverride, host
 // aliases, service account, node, priority and runtime class names,
-// activeDeadlineSeconds, readiness gates, OS, pod-level resources).
+// activeDeadlineSeconds, readiness gates, OS, pod-level resources and
+// overhead).
 //
 // Deliberate differences:
 //   - metadata.uid must be set and must not contain '/' or NUL nor be "." or
@@ -52,6 +53,6 @@
 //   - Fields only a scheduler or a controller reads are not checked:
 //     affinity, tolerations (and their annotation), topology spread,
 //     scheduling gates and groups, resource claims' templates beyond their
-//     names, overhead, finalizers' names. Windows-only rules are not checked
+//     names, finalizers' names. Windows-only rules are not checked
 //     beyond what a Linux pod must not set: criconfig refuses Windows pods.
 package validation
