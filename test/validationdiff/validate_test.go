@@ -226,9 +226,11 @@ func TestValidatePod(t *testing.T) {
 		defaulting                      = newTally() // (c) podstart's answers before and after defaulting differ
 		uidRule                         = newTally() // podstart's UID rule not applied
 		fields                          = newTally() // (d) both refuse, on different field paths (informational)
+		knownTally                      = newTally() // (a) or (b) on the known list (known_test.go)
 		mutated                         = map[string]int{}
 		baseErrs                        []string
 	)
+	const maxPaths = 20
 	start := time.Now()
 	for i := range *nFlag {
 		pod := g.pod()
@@ -261,9 +263,17 @@ func TestValidatePod(t *testing.T) {
 		}
 		switch {
 		case len(v.api) > 0 && len(ps) == 0:
-			apiOnly.add(firstOnlyIn(v.api, ps), ex)
+			if p := firstOnlyIn(v.api, ps); isKnown("a", p) {
+				knownTally.add("(a) "+p, ex)
+			} else {
+				apiOnly.add(p, ex)
+			}
 		case len(v.api) == 0 && len(ps) > 0:
-			podstartOnly.add(firstOnlyIn(ps, v.api), ex)
+			if p := firstOnlyIn(ps, v.api); isKnown("b", p) {
+				knownTally.add("(b) "+p, ex)
+			} else {
+				podstartOnly.add(p, ex)
+			}
 		case len(v.api) > 0:
 			refusedBoth++
 			if p := firstDifference(v.api, ps); p != "" {
@@ -276,12 +286,19 @@ func TestValidatePod(t *testing.T) {
 	t.Logf("%d pods from seed %d in %v: %d valid, %d refused by both, %d refused by the API server only (podstart accepts), %d refused by podstart only, %d with different podstart answers before and after defaulting",
 		*nFlag, seed, time.Since(start).Round(time.Millisecond), valid, refusedBoth, apiOnly.total, podstartOnly.total, defaulting.total)
 	t.Logf("%d pods refused by both on different field paths (not a failure: the verdict is the same; listed with -report)", fields.total)
+	if knownTally.total > 0 {
+		t.Logf("KNOWN DISAGREEMENTS, tolerated by known_test.go until validation fixes them:\n%s", knownTally.report("(a) or (b) on the known list", 1, false, maxPaths))
+	}
+	for _, k := range known {
+		if knownTally.counts["("+k.direction+") "+k.path] == 0 {
+			t.Logf("known_test.go: no pod matched (%s) %s: remove the entry if validation fixed it", k.direction, k.path)
+		}
+	}
 	t.Logf("mutations applied: %d kinds of %d in the catalogue", len(mutated), len(catalogue))
 
 	if baseRefused > 0 {
 		t.Errorf("the generator is wrong: the API server refuses %d unmutated base pods, e.g.\n%s", baseRefused, strings.Join(baseErrs, ""))
 	}
-	const maxPaths = 20
 	for _, x := range []struct {
 		t     *tally
 		title string
@@ -307,6 +324,7 @@ func TestValidatePod(t *testing.T) {
 		b.WriteString("\n")
 		b.WriteString(defaulting.report("(c) podstart answers differently before and after defaulting", 1, true, 1000))
 		b.WriteString(uidRule.report("podstart's UID rule not applied", 1, true, 1000))
+		b.WriteString(knownTally.report("(a) or (b) tolerated by known_test.go", 1, true, 1000))
 		b.WriteString("\n")
 		b.WriteString(fields.report("(d) informational: refused by both, but on different field paths (errors grouped by the first path only one side reports)", 1, true, 1000))
 		if err := os.WriteFile(*reportFlag, []byte(b.String()), 0o644); err != nil {
