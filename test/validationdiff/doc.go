@@ -111,8 +111,9 @@
 // fractional memory, unusual host paths), hugepages (resources and
 // emptyDir media), fileKeyRef env, seccomp and AppArmor annotations
 // against the fields (and the mirror-pod and deletion-cost annotations),
-// probe and hook details (schemes, headers, hosts, named ports) and
-// ports' hostIP.
+// probe and hook details (schemes, headers, hosts, named ports), ports'
+// hostIP, probes' alpha gRPC mode and HTTP protocol, recursiveReadOnly and
+// mountPropagation, and image volumes.
 //
 // Fields validation does not cover stay at their zero value: affinity,
 // tolerations, topologySpreadConstraints, schedulingGates, resourceClaims

@@ -1059,6 +1059,45 @@ var catalogue = []mutation{
 		c.Ports = append(c.Ports, corev1.ContainerPort{ContainerPort: 90, HostPort: pick(g.r, []int32{0, 9090}), HostIP: pick(g.r, []string{"bad", "10.0.0.1", "::1", "010.0.0.1"}), Protocol: "TCP"})
 		return true
 	}},
+	{"probe protocol and mode (alpha)", func(g *gen, p *corev1.Pod) bool {
+		return one(g, probes(p), func(pr *corev1.Probe) {
+			if g.chance(0.5) {
+				pr.ProbeHandler = corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9090, Mode: new(corev1.GRPCProbeMode(pick(g.r, []string{"TLS", "Plaintext", "Bogus", ""})))}}
+			} else {
+				pr.ProbeHandler = corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(80), Protocol: new(corev1.HTTPProtocol(pick(g.r, []string{"HTTP1", "HTTP2", "Bogus", ""})))}}
+			}
+		})
+	}},
+	{"recursiveReadOnly and mountPropagation", func(g *gen, p *corev1.Pod) bool {
+		return one(g, mounts(p), func(m *corev1.VolumeMount) {
+			if g.chance(0.6) {
+				m.RecursiveReadOnly = new(corev1.RecursiveReadOnlyMode(pick(g.r, []string{"Disabled", "IfPossible", "Enabled", "Bogus", ""})))
+				m.ReadOnly = g.chance(0.7)
+			}
+			if g.chance(0.6) {
+				m.MountPropagation = new(corev1.MountPropagationMode(pick(g.r, []string{"None", "HostToContainer", "Bidirectional", "Bogus"})))
+			}
+		})
+	}},
+	{"image volume", func(g *gen, p *corev1.Pod) bool {
+		v := corev1.Volume{Name: "img", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{
+			Reference:  pick(g.r, []string{"busybox:1.36", "", " x", "registry.example.com/a@sha256:" + strings.Repeat("ab", 32)}),
+			PullPolicy: corev1.PullPolicy(pick(g.r, []string{"", "Always", "IfNotPresent", "Bogus"})),
+		}}}
+		p.Spec.Volumes = append(p.Spec.Volumes, v)
+		c := g.container1(p)
+		m := corev1.VolumeMount{Name: "img", MountPath: "/img", ReadOnly: g.chance(0.7)}
+		switch g.intn(4) {
+		case 0:
+			m.SubPath = "sub"
+		case 1:
+			m.SubPathExpr = "$(X)"
+		case 2:
+			m.BindMountOptions = []string{"noexec"}
+		}
+		c.VolumeMounts = append(c.VolumeMounts, m)
+		return true
+	}},
 	{"nodeName", func(g *gen, p *corev1.Pod) bool {
 		p.Spec.NodeName = pick(g.r, []string{"Node_1", "a/b", "..", strings.Repeat("n", 254)})
 		return true
