@@ -114,8 +114,8 @@ func (pc *podContext) regularContainers(fld *field.Path) field.ErrorList {
 				break
 			}
 		}
-		if c.Lifecycle != nil {
-			errs = append(errs, pc.lifecycle(c.Lifecycle, p.Child("lifecycle"))...)
+		if lc := lifecycleOf(c); lc != nil {
+			errs = append(errs, pc.lifecycle(lc, p.Child("lifecycle"))...)
 		}
 		errs = append(errs, pc.probes(c, p)...)
 		errs = append(errs, restartPolicy(c.RestartPolicy, c.RestartPolicyRules, p)...)
@@ -154,13 +154,13 @@ func (pc *podContext) initContainers(fld *field.Path) field.ErrorList {
 		errs = append(errs, pc.hostPortConflicts(list[i:i+1], fld)...)
 
 		if sidecar {
-			if c.Lifecycle != nil {
-				errs = append(errs, pc.lifecycle(c.Lifecycle, p.Child("lifecycle"))...)
+			if lc := lifecycleOf(c); lc != nil {
+				errs = append(errs, pc.lifecycle(lc, p.Child("lifecycle"))...)
 			}
 			errs = append(errs, pc.probes(c, p)...)
 		} else {
 			const msg = "may not be set for init containers without restartPolicy=Always"
-			if c.Lifecycle != nil {
+			if lifecycleOf(c) != nil {
 				errs = append(errs, field.Forbidden(p.Child("lifecycle"), msg))
 			}
 			if c.LivenessProbe != nil {
@@ -244,7 +244,7 @@ func (pc *podContext) ephemeralContainers(fld *field.Path) field.ErrorList {
 		if c.StartupProbe != nil {
 			errs = append(errs, field.Forbidden(p.Child("startupProbe"), ephemeralForbidden))
 		}
-		if c.Lifecycle != nil {
+		if lifecycleOf(c) != nil {
 			errs = append(errs, field.Forbidden(p.Child("lifecycle"), ephemeralForbidden))
 		}
 
@@ -1059,7 +1059,7 @@ func httpGetAction(h *corev1.HTTPGetAction, fld *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(fld.Child("httpHeaders"), h.HTTPHeaders[i].Name, msg))
 		}
 	}
-	if pr := h.Protocol; pr != nil {
+	if pr := h.Protocol; h2cContainerProbe && pr != nil {
 		switch {
 		case *pr != corev1.HTTPProtocolHTTP1 && *pr != corev1.HTTPProtocolHTTP2:
 			errs = append(errs, field.NotSupported(fld.Child("protocol"), *pr, []corev1.HTTPProtocol{corev1.HTTPProtocolHTTP1, corev1.HTTPProtocolHTTP2}))
@@ -1101,7 +1101,20 @@ var (
 	containerStopSignals   = false
 	volumeBindMountOptions = false
 	grpcContainerProbeTLS  = false
+	h2cContainerProbe      = false // httpGet.protocol of probes and hooks
 )
+
+// lifecycleOf is c's lifecycle as the API server validates it: with
+// ContainerStopSignals off, a lifecycle that only held a stopSignal is
+// dropped whole (dropContainerStopSignals), so it is absent; an empty one
+// stays.
+func lifecycleOf(c *corev1.Container) *corev1.Lifecycle {
+	lc := c.Lifecycle
+	if lc != nil && !containerStopSignals && lc.StopSignal != nil && lc.PostStart == nil && lc.PreStop == nil {
+		return nil
+	}
+	return lc
+}
 
 // Signals a Linux container may stop with (validateStopSignal's).
 var linuxStopSignals = map[corev1.Signal]bool{}

@@ -349,9 +349,11 @@ func TestContainerEnv(t *testing.T) {
 
 func TestContainerVolumeMounts(t *testing.T) {
 	// Rows with alpha fields are checked as with their gates on.
-	s, b, g := containerStopSignals, volumeBindMountOptions, grpcContainerProbeTLS
-	containerStopSignals, volumeBindMountOptions, grpcContainerProbeTLS = true, true, true
-	t.Cleanup(func() { containerStopSignals, volumeBindMountOptions, grpcContainerProbeTLS = s, b, g })
+	s, b, g, h := containerStopSignals, volumeBindMountOptions, grpcContainerProbeTLS, h2cContainerProbe
+	containerStopSignals, volumeBindMountOptions, grpcContainerProbeTLS, h2cContainerProbe = true, true, true, true
+	t.Cleanup(func() {
+		containerStopSignals, volumeBindMountOptions, grpcContainerProbeTLS, h2cContainerProbe = s, b, g, h
+	})
 	vols := func(p *corev1.Pod) {
 		p.Spec.Volumes = []corev1.Volume{
 			{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
@@ -438,9 +440,11 @@ func TestContainerVolumeMounts(t *testing.T) {
 
 func TestContainerProbesAndLifecycle(t *testing.T) {
 	// Rows with alpha fields are checked as with their gates on.
-	s, b, g := containerStopSignals, volumeBindMountOptions, grpcContainerProbeTLS
-	containerStopSignals, volumeBindMountOptions, grpcContainerProbeTLS = true, true, true
-	t.Cleanup(func() { containerStopSignals, volumeBindMountOptions, grpcContainerProbeTLS = s, b, g })
+	s, b, g, h := containerStopSignals, volumeBindMountOptions, grpcContainerProbeTLS, h2cContainerProbe
+	containerStopSignals, volumeBindMountOptions, grpcContainerProbeTLS, h2cContainerProbe = true, true, true, true
+	t.Cleanup(func() {
+		containerStopSignals, volumeBindMountOptions, grpcContainerProbeTLS, h2cContainerProbe = s, b, g, h
+	})
 	live := func(pr corev1.Probe) func(*corev1.Pod) { return func(p *corev1.Pod) { c0(p).LivenessProbe = &pr } }
 	ready := func(pr corev1.Probe) func(*corev1.Pod) { return func(p *corev1.Pod) { c0(p).ReadinessProbe = &pr } }
 	start := func(pr corev1.Probe) func(*corev1.Pod) { return func(p *corev1.Pod) { c0(p).StartupProbe = &pr } }

@@ -49,7 +49,8 @@
 //     new pod because their gates are off in v1.37 (emptyDir.mode, the
 //     user and defaultUser fields of Secret, ConfigMap, downward API and
 //     projected volumes, lifecycle.stopSignal, bindMountOptions, gRPC probes'
-//     mode): kubelet never sees them and podstart does not honour them.
+//     mode, httpGet.protocol): kubelet never sees them and podstart does not
+//     honour them.
 //   - Fields only a scheduler or a controller reads are not checked:
 //     affinity, tolerations (and their annotation), topology spread,
 //     scheduling gates and groups, resource claims' templates beyond their

@@ -91,6 +91,19 @@ func droppedFields(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 			if probe.p != nil && probe.p.GRPC != nil && probe.p.GRPC.Mode != nil {
 				gate(p.Child(probe.name, "grpc", "mode"), "GRPCContainerProbeTLS")
 			}
+			if probe.p != nil && probe.p.HTTPGet != nil && probe.p.HTTPGet.Protocol != nil {
+				gate(p.Child(probe.name, "httpGet", "protocol"), "H2CContainerProbe")
+			}
+		}
+		if lc := c.Lifecycle; lc != nil {
+			for _, h := range []struct {
+				name string
+				h    *corev1.LifecycleHandler
+			}{{"postStart", lc.PostStart}, {"preStop", lc.PreStop}} {
+				if h.h != nil && h.h.HTTPGet != nil && h.h.HTTPGet.Protocol != nil {
+					gate(p.Child("lifecycle", h.name, "httpGet", "protocol"), "H2CContainerProbe")
+				}
+			}
 		}
 	}
 	for i := range spec.InitContainers {

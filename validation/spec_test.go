@@ -2,11 +2,13 @@ package validation
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 )
@@ -86,8 +88,23 @@ func TestPodLevelRules(t *testing.T) {
 		}, nil},
 		{"apparmor localhost profiles differ", func(p *corev1.Pod) {
 			p.Annotations = map[string]string{appArmorContainerAnnotation + "c": "localhost/a"}
-			p.Spec.SecurityContext = &corev1.PodSecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr.To("b")}}
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr.To("b")}}
 		}, []wantErr{{"spec.containers[0].securityContext.appArmorProfile.localhostProfile", field.ErrorTypeForbidden, "apparmor profile in annotation and field must match"}}},
+		// The API server copies the annotation into the container's field
+		// before it validates (applyAppArmorVersionSkew).
+		{"apparmor annotation other than the pod's profile", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{appArmorContainerAnnotation + "c": "unconfined"}
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}}
+		}, nil},
+		{"apparmor annotation naming an ephemeral container", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{appArmorContainerAnnotation + "dbg": "unconfined"}
+			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "dbg", Image: "busybox"}}}
+		}, []wantErr{{"metadata.annotations[container.apparmor.security.beta.kubernetes.io/dbg]", field.ErrorTypeInvalid, "container not found"}}},
+		{"mirror pod with ephemeral containers", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{mirrorPodAnnotation: "x"}
+			p.Spec.NodeName = "node-1"
+			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "dbg", Image: "busybox"}}}
+		}, []wantErr{{"[]", field.ErrorTypeForbidden, "static pods do not support ephemeral containers"}}},
 		{"negative grace is defaulted to 1", func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](-1) }, nil},
 		{"restart policy", func(p *corev1.Pod) { p.Spec.RestartPolicy = "Sometimes" }, []wantErr{{"spec.restartPolicy", field.ErrorTypeNotSupported, ""}}},
 		{"dns policy", func(p *corev1.Pod) { p.Spec.DNSPolicy = "Cluster" }, []wantErr{{"spec.dnsPolicy", field.ErrorTypeNotSupported, ""}}},
@@ -287,5 +304,25 @@ func TestCheckRefusesDroppedFields(t *testing.T) {
 				t.Fatalf("Check = %v, want Forbidden on %s", err, tc.field)
 			}
 		})
+	}
+}
+
+// TestCheckRefusesDroppedHTTPProtocol: httpGet.protocol (H2CContainerProbe,
+// alpha in v1.37) is dropped by the API server; Check refuses it by name
+// on probes and hooks.
+func TestCheckRefusesDroppedHTTPProtocol(t *testing.T) {
+	h2 := corev1.HTTPProtocolHTTP2
+	p := validPod()
+	get := &corev1.HTTPGetAction{Port: intstr.FromInt32(80), Protocol: &h2}
+	p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: get}}
+	p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{HTTPGet: get}}
+	if errs := Pod(p); len(errs) != 0 {
+		t.Fatalf("Pod: %v", errs)
+	}
+	err := Check(p)
+	for _, f := range []string{"spec.containers[0].readinessProbe.httpGet.protocol", "spec.containers[0].lifecycle.preStop.httpGet.protocol"} {
+		if !strings.Contains(fmt.Sprint(err), f+": Forbidden") {
+			t.Errorf("Check = %v, want Forbidden on %s", err, f)
+		}
 	}
 }

@@ -35,7 +35,7 @@ func (e *Error) Is(target error) bool { return target == ErrInvalidPod }
 // no field set that the v1.37 API server drops from a new pod because its
 // feature gate is off by default (emptyDir.mode, volume user and
 // defaultUser fields, lifecycle.stopSignal, bindMountOptions, probes'
-// grpc.mode: kubelet never sees them, podstart does not honour them, and
+// grpc.mode, httpGet.protocol: kubelet never sees them, podstart does not honour them, and
 // running the pod without them would drop them silently). It returns nil
 // for a valid pod, otherwise an *Error that matches ErrInvalidPod. A nil
 // pod is invalid.
@@ -100,8 +100,14 @@ const (
 // annotation (scheduling, not the node's).
 func podAnnotations(ann map[string]string, spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if v, ok := ann[mirrorPodAnnotation]; ok && spec.NodeName == "" {
-		errs = append(errs, field.Invalid(fld.Key(mirrorPodAnnotation), v, "must set spec.nodeName if mirror pod annotation is set"))
+	if v, ok := ann[mirrorPodAnnotation]; ok {
+		if spec.NodeName == "" {
+			errs = append(errs, field.Invalid(fld.Key(mirrorPodAnnotation), v, "must set spec.nodeName if mirror pod annotation is set"))
+		}
+		if len(spec.EphemeralContainers) > 0 {
+			// The ephemeralcontainers subresource's answer for a mirror pod.
+			errs = append(errs, field.Forbidden(field.NewPath(""), "static pods do not support ephemeral containers"))
+		}
 	}
 	if v, ok := ann[deletionCostAnnotation]; ok && !validDeletionCost(v) {
 		errs = append(errs, field.Invalid(fld.Key(deletionCostAnnotation), v, "must be a 32bit integer"))
@@ -112,6 +118,9 @@ func podAnnotations(ann map[string]string, spec *corev1.PodSpec, fld *field.Path
 			errs = append(errs, seccompAnnotation(v, fld.Child(k))...)
 		case strings.HasPrefix(k, appArmorContainerAnnotation):
 			name := strings.TrimPrefix(k, appArmorContainerAnnotation)
+			// The pod is created without its ephemeral containers (they
+			// come later through their subresource): an annotation naming
+			// one names no container then.
 			if !hasContainer(spec, name) {
 				errs = append(errs, field.Invalid(fld.Key(k), name, "container not found"))
 			}
@@ -145,8 +154,7 @@ func seccompAnnotation(p string, fld *field.Path) field.ErrorList {
 	return field.ErrorList{field.Invalid(fld, p, "must be a valid seccomp profile")}
 }
 
-// hasContainer says whether spec has an init, app or ephemeral container
-// named name.
+// hasContainer says whether spec has an init or app container named name.
 func hasContainer(spec *corev1.PodSpec, name string) bool {
 	for i := range spec.InitContainers {
 		if spec.InitContainers[i].Name == name {
@@ -155,11 +163,6 @@ func hasContainer(spec *corev1.PodSpec, name string) bool {
 	}
 	for i := range spec.Containers {
 		if spec.Containers[i].Name == name {
-			return true
-		}
-	}
-	for i := range spec.EphemeralContainers {
-		if spec.EphemeralContainers[i].Name == name {
 			return true
 		}
 	}
@@ -190,7 +193,11 @@ func CheckVolume(pod *corev1.Pod, vol *corev1.Volume) error {
 // validateSeccompAnnotationsAndFields and
 // validateAppArmorAnnotationsAndFieldsMatchOnCreate: where a deprecated
 // seccomp or AppArmor annotation and the field are both set, they must say
-// the same.
+// the same. Ephemeral containers are not part of the pod created (they
+// come through their subresource, which does not check this), and a
+// container AppArmor annotation that makes a valid profile, on a container
+// without its own, becomes the container's field before validation
+// (applyAppArmorVersionSkew), so it agrees with itself.
 func annotationsMatchFields(ann map[string]string, spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 	if len(ann) == 0 {
 		return nil
@@ -218,6 +225,11 @@ func annotationsMatchFields(ann map[string]string, spec *corev1.PodSpec, fld *fi
 			errs = append(errs, seccompMatches(v, seccomp, p.Child("securityContext", "seccompProfile"))...)
 		}
 		if v, ok := ann[appArmorContainerAnnotation+c.Name]; ok && appArmor != nil && !windows {
+			if c.SecurityContext == nil || c.SecurityContext.AppArmorProfile == nil {
+				if f := appArmorFieldForAnnotation(v); f != nil && len(AppArmorProfile(f, &field.Path{})) == 0 {
+					return
+				}
+			}
 			errs = append(errs, appArmorMatches(v, appArmor, p.Child("securityContext", "appArmorProfile"))...)
 		}
 	}
@@ -227,11 +239,22 @@ func annotationsMatchFields(ann map[string]string, spec *corev1.PodSpec, fld *fi
 	for i := range spec.Containers {
 		visit(fld.Child("containers").Index(i), &spec.Containers[i])
 	}
-	for i := range spec.EphemeralContainers {
-		c := corev1.Container(spec.EphemeralContainers[i].EphemeralContainerCommon)
-		visit(fld.Child("ephemeralContainers").Index(i), &c)
-	}
 	return errs
+}
+
+// appArmorFieldForAnnotation is podutil.ApparmorFieldForAnnotation: the
+// profile a deprecated AppArmor annotation stands for, or nil.
+func appArmorFieldForAnnotation(v string) *corev1.AppArmorProfile {
+	switch {
+	case v == appArmorUnconfinedAnnotation:
+		return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
+	case v == appArmorRuntimeDefault:
+		return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}
+	case strings.HasPrefix(v, appArmorLocalhostPrefix) && len(v) > len(appArmorLocalhostPrefix):
+		p := strings.TrimPrefix(v, appArmorLocalhostPrefix)
+		return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: &p}
+	}
+	return nil
 }
 
 // seccompMatches is validateSeccompAnnotationsAndFieldsMatch.
