@@ -109,9 +109,10 @@ func apiServerCreate(pod *corev1.Pod) (errs field.ErrorList) {
 		return uerrs
 	}
 	// The pod itself is refused: its errors, and the ephemeral containers'
-	// own (the update validates the rest of the pod again).
+	// own (the update validates the rest of the pod again), with the
+	// subresource's refusal of a mirror pod (on no field).
 	for _, e := range uerrs {
-		if strings.HasPrefix(e.Field, "spec.ephemeralContainers") {
+		if strings.HasPrefix(e.Field, "spec.ephemeralContainers") || e.Field == "[]" {
 			errs = append(errs, e)
 		}
 	}
