@@ -87,3 +87,35 @@ func TestRemovePodStaysInsideRoot(t *testing.T) {
 		t.Fatalf("root: %v", err)
 	}
 }
+
+// TestGarbageCollectStaysInsideRoot: orphan pod and log directories come
+// from reading the root, and whatever stands there is removed without
+// following it: a pod directory that is a symlink to a directory outside
+// goes, the directory it named keeps its files.
+func TestGarbageCollectStaysInsideRoot(t *testing.T) {
+	h := newHarness(t, false, nil)
+	victim := filepath.Join(filepath.Dir(h.root), "victim")
+	for _, dir := range []string{filepath.Join(victim, "volumes"), filepath.Join(h.root, "pods"), filepath.Join(h.root, "logs")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(victim, "keep"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	links := []string{filepath.Join(h.root, "pods", "orphan-uid"), filepath.Join(h.root, "logs", "ns_p_orphan-uid")}
+	for _, l := range links {
+		if err := os.Symlink(victim, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.syncer.GarbageCollect(context.Background(), podsync.DefaultGCPolicy, func(types.UID) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(victim, "keep")); err != nil {
+		t.Fatalf("victim's file: %v", err)
+	}
+	if _, err := os.Lstat(links[0]); !os.IsNotExist(err) {
+		t.Fatalf("the orphan pod directory's link is still there: %v", err)
+	}
+}
