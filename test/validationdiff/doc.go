@@ -76,7 +76,7 @@
 // preemptionPolicy, runtimeClassName, readinessGates, os (linux),
 // imagePullSecrets, hostnameOverride, setHostnameAsFQDN, and containers'
 // restartPolicy and restartPolicyRules (ContainerRestartRules) and
-// resizePolicy. About
+// resizePolicy, pod-level resources (PodLevelResources) and overhead. About
 // seven pods in ten then get 1 to 3 hostile mutations from the catalogue
 // of mutate_test.go: invalid, empty, too long and duplicate names (pod,
 // namespace, UID, labels, annotations, containers, volumes, ports);
@@ -113,12 +113,13 @@
 // against the fields (and the mirror-pod and deletion-cost annotations),
 // probe and hook details (schemes, headers, hosts, named ports), ports'
 // hostIP, probes' alpha gRPC mode and HTTP protocol, recursiveReadOnly and
-// mountPropagation, and image volumes.
+// mountPropagation, image volumes, and pod-level resources and overhead
+// (below the containers', requests above limits, bad names and
+// quantities).
 //
 // Fields validation does not cover stay at their zero value: affinity,
 // tolerations, topologySpreadConstraints, schedulingGates, resourceClaims
-// (and containers' resources.claims), overhead, the pod-level resources,
-// schedulerName, priority, schedulingGroup, evictionResponders, Windows
+// (and containers' resources.claims), schedulerName, priority, schedulingGroup, evictionResponders, Windows
 // options and the metadata beyond name, namespace, UID, labels and
 // annotations (FuzzValidatePod clears them from its inputs too).
 //

@@ -68,8 +68,6 @@ func inComparison(pod *corev1.Pod) {
 	s.TopologySpreadConstraints = nil
 	s.SchedulingGates = nil
 	s.ResourceClaims = nil
-	s.Overhead = nil
-	s.Resources = nil
 	s.SchedulerName = ""
 	s.Priority = nil
 	s.SchedulingGroup = nil

@@ -213,6 +213,20 @@ func (g *gen) pod() *corev1.Pod {
 	if g.chance(0.1) && !spec.HostNetwork {
 		spec.HostnameOverride = new(pick(g.r, []string{"my-host", "a.b.example"}))
 	}
+	if g.chance(0.15) {
+		// Pod-level resources (PodLevelResources, on in v1.37): limits
+		// above any container's, requests above the containers' sum.
+		spec.Resources = &corev1.ResourceRequirements{}
+		if g.chance(0.7) {
+			spec.Resources.Limits = corev1.ResourceList{"cpu": q(pick(g.r, []string{"16", "32"})), "memory": q("16Gi")}
+		}
+		if g.chance(0.5) {
+			spec.Resources.Requests = corev1.ResourceList{"cpu": q("12"), "memory": q(pick(g.r, []string{"12Gi", "16Gi"}))}
+		}
+	}
+	if g.chance(0.1) {
+		spec.Overhead = corev1.ResourceList{"cpu": q(pick(g.r, []string{"100m", "250m"})), "memory": q("64Mi")}
+	}
 	if g.chance(0.1) && spec.Hostname != "" && spec.HostnameOverride == nil {
 		spec.SetHostnameAsFQDN = ptrBool(g.chance(0.5))
 	}

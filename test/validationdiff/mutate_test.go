@@ -1098,6 +1098,37 @@ var catalogue = []mutation{
 		c.VolumeMounts = append(c.VolumeMounts, m)
 		return true
 	}},
+	{"pod-level resources and overhead", func(g *gen, p *corev1.Pod) bool {
+		if g.chance(0.25) {
+			p.Spec.Overhead = corev1.ResourceList{pick(g.r, resourceNamesForMutation): resource.MustParse(pick(g.r, badQty))}
+			return true
+		}
+		if p.Spec.Resources == nil {
+			p.Spec.Resources = &corev1.ResourceRequirements{}
+		}
+		r := p.Spec.Resources
+		if r.Limits == nil {
+			r.Limits = corev1.ResourceList{}
+		}
+		if r.Requests == nil {
+			r.Requests = corev1.ResourceList{}
+		}
+		switch g.intn(4) {
+		case 0: // below the containers'
+			r.Limits[pick(g.r, []corev1.ResourceName{"cpu", "memory"})] = resource.MustParse(pick(g.r, []string{"1m", "1Mi", "100m"}))
+		case 1:
+			r.Requests[pick(g.r, []corev1.ResourceName{"cpu", "memory"})] = resource.MustParse(pick(g.r, []string{"1m", "1Mi", "100m", "64Mi"}))
+		case 2: // requests above limits
+			r.Limits["cpu"], r.Requests["cpu"] = resource.MustParse("16"), resource.MustParse("17")
+		default:
+			list := r.Requests
+			if g.chance(0.5) {
+				list = r.Limits
+			}
+			list[pick(g.r, append(resourceNamesForMutation, "hugepages-1Gi"))] = resource.MustParse(pick(g.r, append(badQty, "2Gi")))
+		}
+		return true
+	}},
 	{"nodeName", func(g *gen, p *corev1.Pod) bool {
 		p.Spec.NodeName = pick(g.r, []string{"Node_1", "a/b", "..", strings.Repeat("n", 254)})
 		return true
