@@ -1,6 +1,7 @@
 package validationdiff
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"math/rand/v2"
 	"testing"
@@ -11,7 +12,9 @@ import (
 	"github.com/podstart/podstart/validation"
 )
 
-// FuzzValidatePod decodes a v1 pod from JSON and checks that podstart never
+// FuzzValidatePod decodes a v1 pod from JSON (or, for input that is not
+// JSON, generates one seeded by it, with up to three mutations it picks)
+// and checks that podstart never
 // accepts a pod the API server refuses, that its answer (accept or refuse)
 // is the same before and after the API server's defaulting, and that it
 // never panics. Fields outside the comparison (doc.go) are cleared first:
@@ -35,10 +38,21 @@ func FuzzValidatePod(f *testing.F) {
 		}
 		f.Add(js)
 	}
+	f.Add([]byte("\x01\x02\x03\x04\x05\x06\x07\x08\x10\x20\x30")) // a generated pod, three mutations
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var pod corev1.Pod
 		if err := json.Unmarshal(data, &pod); err != nil {
-			return
+			// Not JSON: the bytes seed the generator and pick its
+			// mutations (a structured decoder of sorts), so that most
+			// inputs still make a pod.
+			if len(data) < 8 {
+				return
+			}
+			g := &gen{r: rand.New(rand.NewPCG(binary.LittleEndian.Uint64(data), uint64(len(data))))}
+			pod = *g.pod()
+			for _, b := range data[8:min(len(data), 11)] {
+				catalogue[int(b)%len(catalogue)].apply(g, &pod)
+			}
 		}
 		inComparison(&pod)
 		v := compare(&pod) // a panic in validation.Pod fails the input
