@@ -787,7 +787,7 @@ func hasMountNamed(mounts []corev1.VolumeMount, name string) bool {
 var (
 	supportedMountPropagations = []corev1.MountPropagationMode{corev1.MountPropagationBidirectional, corev1.MountPropagationHostToContainer, corev1.MountPropagationNone}
 	supportedRecursiveReadOnly = []corev1.RecursiveReadOnlyMode{corev1.RecursiveReadOnlyDisabled, corev1.RecursiveReadOnlyEnabled, corev1.RecursiveReadOnlyIfPossible}
-	supportedBindMountOptions  = []string{string(corev1.BindMountOptionNoDev), string(corev1.BindMountOptionNoExec), string(corev1.BindMountOptionNoSUID)}
+	supportedBindMountOptions  = []string{"nodev", "noexec", "nosuid"}
 )
 
 // volumeMounts is ValidateVolumeMounts. Note the API server's paths for
@@ -852,10 +852,10 @@ func (pc *podContext) volumeMounts(c *corev1.Container, fld *field.Path) field.E
 				errs = append(errs, field.NotSupported(fld.Child("recursiveReadOnly"), *rro, supportedRecursiveReadOnly))
 			}
 		}
-		if volumeBindMountOptions && len(mnt.BindMountOptions) > 0 {
-			errs = append(errs, bindMountOptions(mnt.BindMountOptions, fld.Index(i).Child("bindMountOptions"))...)
+		if opts := mountBindOptions(mnt); volumeBindMountOptions && len(opts) > 0 {
+			errs = append(errs, bindMountOptions(opts, fld.Index(i).Child("bindMountOptions"))...)
 			if vs, ok := pc.vols[mnt.Name]; ok && vs.Image != nil {
-				errs = append(errs, field.Invalid(fld.Index(i).Child("bindMountOptions"), mnt.BindMountOptions, "bindMountOptions may not be used with image volumes"))
+				errs = append(errs, field.Invalid(fld.Index(i).Child("bindMountOptions"), opts, "bindMountOptions may not be used with image volumes"))
 			}
 		}
 	}
@@ -866,8 +866,8 @@ func (pc *podContext) volumeMounts(c *corev1.Container, fld *field.Path) field.E
 func bindMountOptions(opts []string, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, opt := range opts {
-		switch corev1.BindMountOption(opt) {
-		case corev1.BindMountOptionNoExec, corev1.BindMountOptionNoDev, corev1.BindMountOptionNoSUID:
+		switch opt {
+		case "noexec", "nodev", "nosuid":
 		default:
 			errs = append(errs, field.NotSupported(fld.Index(i), opt, supportedBindMountOptions))
 		}
@@ -1021,8 +1021,8 @@ func (pc *podContext) handler(exec *corev1.ExecAction, httpGet *corev1.HTTPGetAc
 			for _, msg := range validation.IsValidPortNum(int(grpc.Port)) {
 				errs = append(errs, field.Invalid(fld.Child("grpc", "port"), int(grpc.Port), msg))
 			}
-			if m := grpc.Mode; grpcContainerProbeTLS && m != nil && *m != corev1.GRPCProbeModePlaintext && *m != corev1.GRPCProbeModeTLS {
-				errs = append(errs, field.NotSupported(fld.Child("grpc", "mode"), *m, []corev1.GRPCProbeMode{corev1.GRPCProbeModePlaintext, corev1.GRPCProbeModeTLS}))
+			if m := grpcMode(grpc); grpcContainerProbeTLS && m != nil && *m != "Plaintext" && *m != "TLS" {
+				errs = append(errs, field.NotSupported(fld.Child("grpc", "mode"), *m, []string{"Plaintext", "TLS"}))
 			}
 		}
 	}
@@ -1059,13 +1059,13 @@ func httpGetAction(h *corev1.HTTPGetAction, fld *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(fld.Child("httpHeaders"), h.HTTPHeaders[i].Name, msg))
 		}
 	}
-	if pr := h.Protocol; h2cContainerProbe && pr != nil {
+	if pr := httpGetProtocol(h); h2cContainerProbe && pr != nil {
 		switch {
-		case *pr != corev1.HTTPProtocolHTTP1 && *pr != corev1.HTTPProtocolHTTP2:
-			errs = append(errs, field.NotSupported(fld.Child("protocol"), *pr, []corev1.HTTPProtocol{corev1.HTTPProtocolHTTP1, corev1.HTTPProtocolHTTP2}))
-		case *pr == corev1.HTTPProtocolHTTP2 && scheme != corev1.URISchemeHTTP:
+		case *pr != "HTTP1" && *pr != "HTTP2":
+			errs = append(errs, field.NotSupported(fld.Child("protocol"), *pr, []string{"HTTP1", "HTTP2"}))
+		case *pr == "HTTP2" && scheme != corev1.URISchemeHTTP:
 			errs = append(errs, field.Invalid(fld.Child("protocol"), *pr, "is only supported with HTTP (H2C)"))
-		case *pr == corev1.HTTPProtocolHTTP2 && h.Host != "":
+		case *pr == "HTTP2" && h.Host != "":
 			errs = append(errs, field.Invalid(fld.Child("host"), h.Host, "must be empty when `protocol` is \"HTTP2\""))
 		}
 	}

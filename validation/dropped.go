@@ -24,35 +24,35 @@ func droppedFields(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 				gate(p.Child("defaultUser"), "AtomicWriteVolumeUserFields")
 			}
 			for j := range items {
-				if items[j].User != nil {
+				if keyToPathUser(&items[j]) != nil {
 					gate(p.Child("items").Index(j).Child("user"), "AtomicWriteVolumeUserFields")
 				}
 			}
 		}
 		downward := func(p *field.Path, items []corev1.DownwardAPIVolumeFile) {
 			for j := range items {
-				if items[j].User != nil {
+				if downwardFileUser(&items[j]) != nil {
 					gate(p.Child("items").Index(j).Child("user"), "AtomicWriteVolumeUserFields")
 				}
 			}
 		}
 		switch {
 		case v.EmptyDir != nil:
-			if v.EmptyDir.Mode != nil {
+			if emptyDirMode(v.EmptyDir) != nil {
 				gate(p.Child("emptyDir", "mode"), "EmptyDirVolumeMode")
 			}
 		case v.Secret != nil:
-			users(p.Child("secret"), v.Secret.DefaultUser, v.Secret.Items)
+			users(p.Child("secret"), secretDefaultUser(v.Secret), v.Secret.Items)
 		case v.ConfigMap != nil:
-			users(p.Child("configMap"), v.ConfigMap.DefaultUser, v.ConfigMap.Items)
+			users(p.Child("configMap"), configMapDefaultUser(v.ConfigMap), v.ConfigMap.Items)
 		case v.DownwardAPI != nil:
-			if v.DownwardAPI.DefaultUser != nil {
+			if downwardDefaultUser(v.DownwardAPI) != nil {
 				gate(p.Child("downwardAPI", "defaultUser"), "AtomicWriteVolumeUserFields")
 			}
 			downward(p.Child("downwardAPI"), v.DownwardAPI.Items)
 		case v.Projected != nil:
 			pp := p.Child("projected")
-			if v.Projected.DefaultUser != nil {
+			if projectedDefaultUser(v.Projected) != nil {
 				gate(pp.Child("defaultUser"), "AtomicWriteVolumeUserFields")
 			}
 			for j := range v.Projected.Sources {
@@ -65,11 +65,11 @@ func droppedFields(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 					users(sp.Child("configMap"), nil, s.ConfigMap.Items)
 				case s.DownwardAPI != nil:
 					downward(sp.Child("downwardAPI"), s.DownwardAPI.Items)
-				case s.ServiceAccountToken != nil && s.ServiceAccountToken.User != nil:
+				case s.ServiceAccountToken != nil && tokenUser(s.ServiceAccountToken) != nil:
 					gate(sp.Child("serviceAccountToken", "user"), "AtomicWriteVolumeUserFields")
-				case s.ClusterTrustBundle != nil && s.ClusterTrustBundle.User != nil:
+				case s.ClusterTrustBundle != nil && trustBundleUser(s.ClusterTrustBundle) != nil:
 					gate(sp.Child("clusterTrustBundle", "user"), "AtomicWriteVolumeUserFields")
-				case s.PodCertificate != nil && s.PodCertificate.User != nil:
+				case s.PodCertificate != nil && podCertificateUser(s.PodCertificate) != nil:
 					gate(sp.Child("podCertificate", "user"), "AtomicWriteVolumeUserFields")
 				}
 			}
@@ -80,7 +80,7 @@ func droppedFields(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 			gate(p.Child("lifecycle", "stopSignal"), "ContainerStopSignals")
 		}
 		for j := range c.VolumeMounts {
-			if len(c.VolumeMounts[j].BindMountOptions) > 0 {
+			if len(mountBindOptions(&c.VolumeMounts[j])) > 0 {
 				gate(p.Child("volumeMounts").Index(j).Child("bindMountOptions"), "VolumeBindMountOptions")
 			}
 		}
@@ -88,10 +88,10 @@ func droppedFields(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 			name string
 			p    *corev1.Probe
 		}{{"livenessProbe", c.LivenessProbe}, {"readinessProbe", c.ReadinessProbe}, {"startupProbe", c.StartupProbe}} {
-			if probe.p != nil && probe.p.GRPC != nil && probe.p.GRPC.Mode != nil {
+			if probe.p != nil && probe.p.GRPC != nil && grpcMode(probe.p.GRPC) != nil {
 				gate(p.Child(probe.name, "grpc", "mode"), "GRPCContainerProbeTLS")
 			}
-			if probe.p != nil && probe.p.HTTPGet != nil && probe.p.HTTPGet.Protocol != nil {
+			if probe.p != nil && probe.p.HTTPGet != nil && httpGetProtocol(probe.p.HTTPGet) != nil {
 				gate(p.Child(probe.name, "httpGet", "protocol"), "H2CContainerProbe")
 			}
 		}
@@ -100,7 +100,7 @@ func droppedFields(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 				name string
 				h    *corev1.LifecycleHandler
 			}{{"postStart", lc.PostStart}, {"preStop", lc.PreStop}} {
-				if h.h != nil && h.h.HTTPGet != nil && h.h.HTTPGet.Protocol != nil {
+				if h.h != nil && h.h.HTTPGet != nil && httpGetProtocol(h.h.HTTPGet) != nil {
 					gate(p.Child("lifecycle", h.name, "httpGet", "protocol"), "H2CContainerProbe")
 				}
 			}

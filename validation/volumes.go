@@ -427,7 +427,7 @@ func emptyDir(e *corev1.EmptyDirVolumeSource, fld *field.Path) field.ErrorList {
 	if e.SizeLimit != nil && e.SizeLimit.Sign() < 0 {
 		errs = append(errs, field.Forbidden(fld.Child("emptyDir", "sizeLimit"), "SizeLimit field must be a valid resource quantity"))
 	}
-	if m := e.Mode; emptyDirVolumeMode && m != nil && (*m > 0o1777 || *m < 0) {
+	if m := emptyDirMode(e); emptyDirVolumeMode && m != nil && (*m > 0o1777 || *m < 0) {
 		errs = append(errs, field.Invalid(fld.Child("emptyDir", "mode"), *m, emptyDirModeErrorMsg))
 	}
 	return errs
@@ -463,7 +463,7 @@ func secretVolume(s *corev1.SecretVolumeSource, fld *field.Path, users bool) fie
 	if badFileMode(s.DefaultMode) {
 		errs = append(errs, fileMode(s.DefaultMode, fld.Child("secret", "defaultMode"))...)
 	}
-	errs = append(errs, user(users, s.DefaultUser, fld, "secret", "defaultUser")...)
+	errs = append(errs, user(users, secretDefaultUser(s), fld, "secret", "defaultUser")...)
 	for i := range s.Items {
 		errs = append(errs, keyToPath(&s.Items[i], at{fld, -1, "secret", users}, i)...)
 	}
@@ -479,7 +479,7 @@ func configMapVolume(c *corev1.ConfigMapVolumeSource, fld *field.Path, users boo
 	if badFileMode(c.DefaultMode) {
 		errs = append(errs, fileMode(c.DefaultMode, fld.Child("configMap", "defaultMode"))...)
 	}
-	errs = append(errs, user(users, c.DefaultUser, fld, "configMap", "defaultUser")...)
+	errs = append(errs, user(users, configMapDefaultUser(c), fld, "configMap", "defaultUser")...)
 	for i := range c.Items {
 		errs = append(errs, keyToPath(&c.Items[i], at{fld, -1, "configMap", users}, i)...)
 	}
@@ -489,7 +489,7 @@ func configMapVolume(c *corev1.ConfigMapVolumeSource, fld *field.Path, users boo
 // keyToPath is validateKeyToPath for item i of src's items. The key is
 // only required: the API server does not check it as a ConfigMap key.
 func keyToPath(kp *corev1.KeyToPath, src at, i int) field.ErrorList {
-	if kp.Key != "" && kp.Path != "" && !needsPathCheck(kp.Path) && !badFileMode(kp.Mode) && !badUser(src.users, kp.User) {
+	if kp.Key != "" && kp.Path != "" && !needsPathCheck(kp.Path) && !badFileMode(kp.Mode) && !badUser(src.users, keyToPathUser(kp)) {
 		return nil
 	}
 	fld := src.path().Child("items").Index(i)
@@ -502,7 +502,7 @@ func keyToPath(kp *corev1.KeyToPath, src at, i int) field.ErrorList {
 	}
 	errs = append(errs, localNonReservedPath(kp.Path, fld.Child("path"))...)
 	errs = append(errs, fileMode(kp.Mode, fld.Child("mode"))...)
-	errs = append(errs, user(src.users, kp.User, fld, "user")...)
+	errs = append(errs, user(src.users, keyToPathUser(kp), fld, "user")...)
 	return errs
 }
 
@@ -513,7 +513,7 @@ func downwardAPIVolume(d *corev1.DownwardAPIVolumeSource, fld *field.Path, users
 	if badFileMode(d.DefaultMode) {
 		errs = append(errs, fileMode(d.DefaultMode, fld.Child("downwardAPI", "defaultMode"))...)
 	}
-	errs = append(errs, user(users, d.DefaultUser, fld, "downwardAPI", "defaultUser")...)
+	errs = append(errs, user(users, downwardDefaultUser(d), fld, "downwardAPI", "defaultUser")...)
 	for i := range d.Items {
 		errs = append(errs, downwardAPIFile(&d.Items[i], at{fld, -1, "downwardAPI", users})...)
 	}
@@ -562,8 +562,8 @@ func downwardAPIFile(f *corev1.DownwardAPIVolumeFile, src at) field.ErrorList {
 	if badFileMode(f.Mode) {
 		errs = append(errs, fileMode(f.Mode, src.path().Child("mode"))...)
 	}
-	if badUser(src.users, f.User) {
-		errs = append(errs, user(true, f.User, src.path(), "user")...)
+	if u := downwardFileUser(f); badUser(src.users, u) {
+		errs = append(errs, user(true, u, src.path(), "user")...)
 	}
 	return errs
 }
@@ -700,7 +700,7 @@ func projected(p *corev1.ProjectedVolumeSource, fld *field.Path, users bool) fie
 	if badFileMode(p.DefaultMode) {
 		errs = append(errs, fileMode(p.DefaultMode, fld.Child("defaultMode"))...)
 	}
-	errs = append(errs, user(users, p.DefaultUser, fld, "defaultUser")...)
+	errs = append(errs, user(users, projectedDefaultUser(p), fld, "defaultUser")...)
 
 	// The paths written so far, for "conflicting duplicate paths": a
 	// slice, as most projections write few. A serviceAccountToken's path
@@ -801,8 +801,8 @@ func serviceAccountToken(t *corev1.ServiceAccountTokenProjection, fld *field.Pat
 	} else if needsPathCheck(t.Path) {
 		errs = append(errs, localNonReservedPath(t.Path, fld.Child("path"))...)
 	}
-	if badUser(src.users, t.User) {
-		errs = append(errs, user(true, t.User, src.path(), "user")...)
+	if u := tokenUser(t); badUser(src.users, u) {
+		errs = append(errs, user(true, u, src.path(), "user")...)
 	}
 	return errs
 }
@@ -846,8 +846,8 @@ func clusterTrustBundle(b *corev1.ClusterTrustBundleProjection, src at) field.Er
 	if b.Path == "" {
 		errs = append(errs, field.Required(src.path().Child("path"), ""))
 	}
-	if badUser(src.users, b.User) {
-		errs = append(errs, user(true, b.User, src.path(), "user")...)
+	if u := trustBundleUser(b); badUser(src.users, u) {
+		errs = append(errs, user(true, u, src.path(), "user")...)
 	}
 	if needsPathCheck(b.Path) {
 		errs = append(errs, localNonReservedPath(b.Path, src.path().Child("path"))...)
@@ -879,8 +879,8 @@ func podCertificate(c *corev1.PodCertificateProjection, fld *field.Path, src at,
 	if c.UserAnnotations != nil {
 		errs = append(errs, userAnnotations(c.UserAnnotations, src.path().Child("userAnnotations"))...)
 	}
-	if badUser(src.users, c.User) {
-		errs = append(errs, user(true, c.User, src.path(), "user")...)
+	if u := podCertificateUser(c); badUser(src.users, u) {
+		errs = append(errs, user(true, u, src.path(), "user")...)
 	}
 	switch c.KeyType {
 	case "RSA3072", "RSA4096", "ECDSAP256", "ECDSAP384", "ECDSAP521", "ED25519":

@@ -2,6 +2,7 @@ package diff
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -51,6 +52,14 @@ func randomItems(r *rand.Rand) []corev1.KeyToPath {
 	return items
 }
 
+func itemModes(items []corev1.KeyToPath) []*int32 {
+	var modes []*int32
+	for _, it := range items {
+		modes = append(modes, it.Mode)
+	}
+	return modes
+}
+
 func randomBytes(r *rand.Rand) []byte {
 	if r.IntN(6) == 0 {
 		return nil
@@ -65,6 +74,29 @@ func defaultModeOf(r *rand.Rand) *int32 {
 	}
 	m := pick(r, payloadModes)
 	return &m
+}
+
+// apiValidModes says whether every mode is one the API server accepts
+// (0 to 0777). kubelet never sees another, since the API server refuses
+// the pod; podstart refuses it itself (apiobjects.ErrInvalidMode) rather
+// than turn it into setuid, setgid or sticky files, so such inputs are
+// checked for that refusal instead of compared with kubelet.
+func apiValidModes(modes ...*int32) bool {
+	for _, m := range modes {
+		if m != nil && (*m < 0 || *m > 0o777) {
+			return false
+		}
+	}
+	return true
+}
+
+// refusedMode checks podstart's answer to an input with a mode the API
+// server refuses: refused, with ErrInvalidMode unless an error kubelet
+// also gives (no defaultMode) came first.
+func refusedMode(d *differences, what string, gotErr error) {
+	if gotErr == nil || (!errors.Is(gotErr, apiobjects.ErrInvalidMode) && !strings.Contains(gotErr.Error(), "no defaultMode used")) {
+		d.add("%s with a mode outside 0-0777: podstart's error %v, want ErrInvalidMode", what, gotErr)
+	}
 }
 
 // samePayload compares podstart's payload and error with kubelet's: the
@@ -125,6 +157,10 @@ func TestSecretPayload(t *testing.T) {
 		}
 		items, mode, optional := randomItems(r), defaultModeOf(r), r.IntN(2) == 0
 		got, gotErr := apiobjects.SecretPayload(items, s, mode, optional)
+		if !apiValidModes(append(itemModes(items), mode)...) {
+			refusedMode(&d, "secret", gotErr)
+			continue
+		}
 		want, wantErr := secret.MakePayload(items, s, mode, optional)
 		if diff := samePayload(got, gotErr, want, wantErr); diff != "" {
 			d.add("secret %v items %+v defaultMode %v optional %v: %s", s.Data, items, mode, optional, diff)
@@ -155,6 +191,10 @@ func TestConfigMapPayload(t *testing.T) {
 		}
 		items, mode, optional := randomItems(r), defaultModeOf(r), r.IntN(2) == 0
 		got, gotErr := apiobjects.ConfigMapPayload(items, cm, mode, optional)
+		if !apiValidModes(append(itemModes(items), mode)...) {
+			refusedMode(&d, "configMap", gotErr)
+			continue
+		}
 		want, wantErr := configmap.MakePayload(items, cm, mode, optional)
 		if diff := samePayload(got, gotErr, want, wantErr); diff != "" {
 			d.add("configmap %v %v items %+v defaultMode %v optional %v: %s", cm.Data, cm.BinaryData, items, mode, optional, diff)
@@ -255,6 +295,14 @@ func TestDownwardAPIPayload(t *testing.T) {
 		allocatable := randomResources(r)
 		mode := defaultModeOf(r)
 		got, gotErr := apiobjects.DownwardAPIPayload(items, pod, allocatable, mode)
+		modes := []*int32{mode}
+		for _, it := range items {
+			modes = append(modes, it.Mode)
+		}
+		if !apiValidModes(modes...) {
+			refusedMode(&d, "downward API", gotErr)
+			continue
+		}
 		want, wantErr := downwardapi.CollectData(items, pod, allocatableHost{allocatable: allocatable}, mode)
 		if diff := samePayload(got, gotErr, want, wantErr); diff != "" {
 			d.add("downward API items %s on pod %+v / %+v, allocatable %v: %s", showItems(items), pod.ObjectMeta, pod.Spec.Containers, allocatable, diff)
