@@ -245,7 +245,7 @@ func (v *Volumes) configMapPayload(ctx context.Context, pod *corev1.Pod, c *core
 func (v *Volumes) write(pod *corev1.Pod, dir string, files map[string]mounts.File, fsGroup *int64, tmpfs bool) error {
 	fresh := false
 	if tmpfs {
-		if err := mounts.MakeVolumeDir(dir); err != nil {
+		if err := mounts.MakeVolumeDir(v.rootDir, dir); err != nil {
 			return err
 		}
 		fsType, isMnt, err := v.mounter.MountPoint(dir)
@@ -261,7 +261,7 @@ func (v *Volumes) write(pod *corev1.Pod, dir string, files map[string]mounts.Fil
 			fresh = true
 		}
 	} else if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
-		if err := mounts.MakeVolumeDir(dir); err != nil {
+		if err := mounts.MakeVolumeDir(v.rootDir, dir); err != nil {
 			return err
 		}
 		fresh = true

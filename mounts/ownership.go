@@ -1,10 +1,11 @@
 package mounts
 
 import (
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // Kubelet's masks for SetVolumeOwnership (pkg/volume/volume_linux.go).
@@ -55,20 +56,41 @@ func SetVolumeOwnership(dir string, fsGroup int64, readOnly bool) error {
 // MakeVolumeDir is kubelet's emptyDir setupDir: the volume's directory,
 // made with mode 0777 whatever the umask (a container of any user may
 // write an emptyDir), and refused if something other than a directory is
-// there.
-func MakeVolumeDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return err
+// there. dir must be beneath root (the kubelet root directory), and every
+// directory from root down to dir is opened without following a symlink
+// (ErrUnsafeVolumeDir): a pod's volume is never made, nor chmod-ed 0777,
+// outside its root.
+func MakeVolumeDir(root, dir string) error {
+	if root == "" {
+		root = "."
 	}
-	fi, err := os.Lstat(dir)
+	rel, err := relBeneath(root, dir)
 	if err != nil {
 		return err
 	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir)
+	// The root is trusted: made if missing, as on an agent's first start.
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return err
 	}
-	if fi.Mode().Perm() != 0o777 {
-		return os.Chmod(dir, 0o777)
+	pathFd, err := openVolumeDir(root, rel, true)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(pathFd)
+	// An O_PATH descriptor takes no fchmod: open the directory itself.
+	fd, err := unix.Openat(pathFd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &os.PathError{Op: "stat", Path: dir, Err: err}
+	}
+	if st.Mode&0o777 != 0o777 {
+		if err := unix.Fchmod(fd, 0o777); err != nil {
+			return &os.PathError{Op: "chmod", Path: dir, Err: err}
+		}
 	}
 	return nil
 }

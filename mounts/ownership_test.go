@@ -1,6 +1,7 @@
 package mounts
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -112,17 +113,19 @@ func TestWriteAtomicOwnerAndSetPerms(t *testing.T) {
 }
 
 // MakeVolumeDir leaves a 0777 directory whatever the umask and whatever
-// mode an earlier directory had, and refuses a file in its place.
+// mode an earlier directory had, and refuses a file in its place, a
+// directory outside its root and a symlink on the way to it (the
+// directory it points at is neither made nor chmod-ed).
 func TestMakeVolumeDir(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "volumes", "kubernetes.io~empty-dir", "scratch")
-	if err := MakeVolumeDir(dir); err != nil {
+	if err := MakeVolumeDir(root, dir); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := MakeVolumeDir(dir); err != nil {
+	if err := MakeVolumeDir(root, dir); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o777 {
@@ -132,7 +135,43 @@ func TestMakeVolumeDir(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := MakeVolumeDir(file); err == nil {
+	if err := MakeVolumeDir(root, file); err == nil {
 		t.Fatal("a file in the volume's place was accepted")
+	}
+	outside := t.TempDir()
+	if err := os.Chmod(outside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := MakeVolumeDir(root, filepath.Join(outside, "x")); !errors.Is(err, ErrUnsafeVolumeDir) {
+		t.Fatalf("a directory outside the root: %v, want ErrUnsafeVolumeDir", err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "pods")); err != nil {
+		t.Fatal(err)
+	}
+	if err := MakeVolumeDir(root, filepath.Join(root, "pods", "uid", "volumes", "v")); !errors.Is(err, ErrUnsafeVolumeDir) {
+		t.Fatalf("through a symlink: %v, want ErrUnsafeVolumeDir", err)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Fatalf("made %v outside the root", entries)
+	}
+	if fi, err := os.Stat(outside); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("outside directory's mode %v, %v; want 0700 untouched", fi.Mode(), err)
+	}
+}
+
+// MakeVolumeDir makes a missing root (an agent's first start), and takes
+// an empty root as the working directory, as paths relative to it are.
+func TestMakeVolumeDirNewRoot(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "var", "lib", "podstart")
+	dir := filepath.Join(root, "pods", "uid", "volumes", "kubernetes.io~empty-dir", "v")
+	if err := MakeVolumeDir(root, dir); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	if err := MakeVolumeDir("", filepath.Join("pods", "uid", "v")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join("pods", "uid", "v")); err != nil || fi.Mode().Perm() != 0o777 {
+		t.Fatalf("relative volume: %v, %v", fi, err)
 	}
 }

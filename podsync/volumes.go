@@ -159,7 +159,7 @@ func (d DefaultVolumes) emptyDir(pod *corev1.Pod, v corev1.Volume) (mounts.Volum
 		return mounts.Volume{}, fmt.Errorf("volume %q: emptyDir.medium %q: %w (the default medium and Memory are)", v.Name, medium, ErrVolumeNotSupported)
 	}
 	dir := filepath.Join(PodDir(d.RootDir, pod), "volumes", emptyDirPluginDir, v.Name)
-	if err := mounts.MakeVolumeDir(dir); err != nil {
+	if err := mounts.MakeVolumeDir(d.RootDir, dir); err != nil {
 		return mounts.Volume{}, fmt.Errorf("volume %q: %w", v.Name, err)
 	}
 	if medium == corev1.StorageMediumMemory && !d.DiskBacked {
