@@ -1,15 +1,10 @@
-//go:build !podstart_api036
-
 package validation
 
 import corev1 "k8s.io/api/core/v1"
 
 // The fields of k8s.io/api v0.37 whose feature gates are alpha and off in
 // v1.37 (the API server drops them from a new pod), read only through these
-// accessors. fields_api036.go has the same accessors for the v0.36 types,
-// which lack the fields, so that test/diff, which builds podstart against
-// kubelet v1.36.3 and k8s.io/api v0.36.3 with the tag podstart_api036,
-// still compiles; it goes when test/diff moves to v1.37.
+// accessors, so that the list of what dropped.go refuses is in one place.
 
 func emptyDirMode(e *corev1.EmptyDirVolumeSource) *int32            { return e.Mode }
 func secretDefaultUser(s *corev1.SecretVolumeSource) *int64         { return s.DefaultUser }

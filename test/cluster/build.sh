@@ -2,13 +2,13 @@
 # build.sh - builds the control plane of the cluster tier into
 # $PODSTART_E2E_DIR/bin (default /tmp/podstart-e2e/bin):
 #
-#   kube-apiserver  k8s.io/kubernetes/cmd/kube-apiserver v1.36.3
-#   etcd            go.etcd.io/etcd/server/v3 v3.6.8, the version
-#                   k8s.io/kubernetes v1.36.3's go.mod pins
+#   kube-apiserver  k8s.io/kubernetes/cmd/kube-apiserver v1.37.2
+#   etcd            go.etcd.io/etcd/server/v3 v3.7.0, the version
+#                   k8s.io/kubernetes v1.37.2's go.mod pins
 #
 # test/cluster/build is a Go module of its own, a sibling of
-# test/kubelet/build with the same recipe (k8s.io/kubernetes v1.36.3, every
-# staging module replaced by its v0.36.3 release), so the packages both
+# test/kubelet/build with the same recipe (k8s.io/kubernetes v1.37.2, every
+# staging module replaced by its v0.37.2 release), so the packages both
 # binaries share with kubelet come out of the same Go build cache and
 # podstart's go.mod never requires k8s.io/kubernetes. etcd's own module
 # cannot be "go install"ed at a version (its go.mod has local replaces), so
@@ -25,8 +25,8 @@ export PATH="/usr/local/go/bin:$PATH"
 mkdir -p "$DIR/bin"
 
 # Without a git checkout, Kubernetes' version would read v0.0.0-master.
-k8s_version=v1.36.3
-k8s_ldflags="-X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean"
+k8s_version=v1.37.2
+k8s_ldflags="-X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitTreeState=clean"
 
 build() { # name package [go build flags]
 	local out=$DIR/bin/$1 pkg=$2 start=$SECONDS

@@ -1,16 +1,11 @@
 // Package diff is podstart's differential test tier (tier 5 of DESIGN.md):
-// it compares podstart's answers with kubelet v1.36.3's own exported
+// it compares podstart's answers with kubelet v1.37.2's own exported
 // functions on random inputs. It is a module of its own, so that podstart's
 // go.mod never requires k8s.io/kubernetes; run it from this directory:
 //
-//	go test -tags podstart_api036 ./...                           # every comparison, a new seed each run
-//	go test -tags podstart_api036 -run TestHashContainer -seed 42 # replay the seed a failure printed
-//	go test -tags podstart_api036 -scale 10                       # ten times as many random cases
-//
-// The tag podstart_api036 is needed while this module pins k8s.io/api
-// v0.36.3 (kubelet v1.36.3's): podstart's validation reads v0.37's alpha
-// fields through accessors that, with the tag, see them absent
-// (validation/fields_api036.go).
+//	go test ./...                           # every comparison, a new seed each run
+//	go test -run TestHashContainer -seed 42 # replay the seed a failure printed
+//	go test -scale 10                       # ten times as many random cases
 //
 // What is compared, each on random inputs (seeded math/rand/v2; a failure
 // prints the seed):
@@ -41,30 +36,12 @@
 //
 // # Versions
 //
-// One build holds one version of each module, and podstart and kubelet
-// v1.36.3 disagree on four: podstart requires k8s.io/api, apimachinery,
-// cri-api and kubelet v0.37.2, kubelet v1.36.3 their v0.36.3. This module
-// replaces every staging module with v0.36.3, as kubelet's own build does
-// (../../../shared/kubelet/build/go.mod), except two:
+// This module requires k8s.io/kubernetes v1.37.2 and replaces every staging
+// module with its v0.37.2 release, as kubelet's own build does
+// (../kubelet/build/go.mod, the recipe in ../../../shared/kubelet): podstart
+// and kubelet are compiled against the same k8s.io/api, apimachinery,
+// cri-api and kubelet modules, the ones podstart's own go.mod requires.
 //
-//   - k8s.io/cri-api v0.37.2: podstart needs it (v0.37 changed KeyValue.Value
-//     from string to []byte, and podsync builds KeyValues). The kubelet
-//     packages imported here compile against it.
-//   - k8s.io/cri-client v0.37.2: pkg/kubelet/container reaches
-//     cri-client/pkg/logs, and cri-client v0.36.3 does not compile against
-//     cri-api v0.37.2 (RuntimeService gained CheckpointPod).
-//
-// k8s.io/api and apimachinery cannot be v0.37.2: client-go v0.36.3, reached
-// through pkg/kubelet/container → pkg/volume → client-go/informers, imports
-// k8s.io/api/scheduling/v1alpha2, which v0.37 removed; client-go v0.37 in
-// turn does not match the rest of kubelet v1.36.3. So podstart's packages are
-// compiled here against k8s.io/api and apimachinery v0.36.3 (the API kubelet
-// v1.36.3 knows) and k8s.io/kubelet v0.36.3; they compile unchanged. A
-// podstart change that uses a field new in k8s.io/api v0.37 breaks this
-// module's build, not podstart's: then move these replaces forward with a
-// newer k8s.io/kubernetes.
-//
-// Kubelet's feature gates keep their v1.36 defaults (ContainerRestartRules,
-// PodLevelResources and ImageVolume on): the comparisons are against kubelet
-// as it runs out of the box.
+// Kubelet's feature gates keep their v1.37 defaults: the comparisons are
+// against kubelet as it runs out of the box.
 package diff

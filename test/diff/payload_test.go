@@ -161,7 +161,7 @@ func TestSecretPayload(t *testing.T) {
 			refusedMode(&d, "secret", gotErr)
 			continue
 		}
-		want, wantErr := secret.MakePayload(items, s, mode, optional)
+		want, wantErr := secret.MakePayload(items, s, mode, nil, optional)
 		if diff := samePayload(got, gotErr, want, wantErr); diff != "" {
 			d.add("secret %v items %+v defaultMode %v optional %v: %s", s.Data, items, mode, optional, diff)
 		}
@@ -195,7 +195,7 @@ func TestConfigMapPayload(t *testing.T) {
 			refusedMode(&d, "configMap", gotErr)
 			continue
 		}
-		want, wantErr := configmap.MakePayload(items, cm, mode, optional)
+		want, wantErr := configmap.MakePayload(items, cm, mode, nil, optional)
 		if diff := samePayload(got, gotErr, want, wantErr); diff != "" {
 			d.add("configmap %v %v items %+v defaultMode %v optional %v: %s", cm.Data, cm.BinaryData, items, mode, optional, diff)
 		}
@@ -303,7 +303,7 @@ func TestDownwardAPIPayload(t *testing.T) {
 			refusedMode(&d, "downward API", gotErr)
 			continue
 		}
-		want, wantErr := downwardapi.CollectData(items, pod, allocatableHost{allocatable: allocatable}, mode)
+		want, wantErr := downwardapi.CollectData(items, pod, allocatableHost{allocatable: allocatable}, mode, nil)
 		if diff := samePayload(got, gotErr, want, wantErr); diff != "" {
 			d.add("downward API items %s on pod %+v / %+v, allocatable %v: %s", showItems(items), pod.ObjectMeta, pod.Spec.Containers, allocatable, diff)
 		}

@@ -1,7 +1,7 @@
 //go:build tools
 
 // Package clusterbuild names the binaries test/cluster/build.sh builds:
-// kube-apiserver from k8s.io/kubernetes v1.36.3 and etcd from the
+// kube-apiserver from k8s.io/kubernetes v1.37.2 and etcd from the
 // go.etcd.io/etcd/server/v3 version that k8s.io/kubernetes pins.
 package clusterbuild
 
