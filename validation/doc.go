@@ -20,7 +20,7 @@
 //
 // The rules are those of the v1.37.2 API server's create path (defaulting,
 // PrepareForCreate, ValidatePodCreate) with the feature gates at their
-// v1.37 defaults; test/validationdiff compares [Pod] with it on random
+// v1.37 defaults; test/diff/validation compares [Pod] with it on random
 // valid and mutated pods. Covered: metadata (names, namespace, labels,
 // annotations with the pod-specific ones), every volume type, containers,
 // init containers (sidecars) and ephemeral containers (names, images,

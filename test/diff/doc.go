@@ -32,7 +32,9 @@
 //     downwardapi.CollectData: files, contents, modes and error messages;
 //   - criconfig.ServiceEnvVars with pkg/kubelet/envvars.FromServices, and
 //     podsync's env file parser (fileKeyRef) with pkg/kubelet/util/env's
-//     ParseEnv (see env_test.go).
+//     ParseEnv (see env_test.go);
+//   - validation.Pod with the API server's create path for pods, in the
+//     package validation below (its own doc says how to run and replay it).
 //
 // # Versions
 //

@@ -1,8 +1,8 @@
 // Package validationdiff is the differential tier for podstart's
 // validation package: it compares validation.Pod with the Kubernetes API
 // server's own create path for pods, from k8s.io/kubernetes v1.37.2, on
-// random pods. It is a module of its own, so that podstart's go.mod never
-// requires k8s.io/kubernetes; run it from this directory:
+// random pods. It is part of the test/diff module, so that podstart's go.mod
+// never requires k8s.io/kubernetes; run it from this directory:
 //
 //	go test -run TestValidatePod -v .                          # 20,000 pods, a new seed each run
 //	go test -run TestValidatePod -v . -args -seed 42           # replay the seed a failure printed

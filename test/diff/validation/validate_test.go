@@ -315,7 +315,7 @@ func TestValidatePod(t *testing.T) {
 	if *reportFlag != "" {
 		var b strings.Builder
 		fmt.Fprintf(&b, "validationdiff report, %s\n", time.Now().Format(time.RFC3339))
-		fmt.Fprintf(&b, "cd test/validationdiff && go test -run TestValidatePod -v . -args -seed %d -n %d\n", seed, *nFlag)
+		fmt.Fprintf(&b, "cd test/diff/validation && go test -run TestValidatePod -v . -args -seed %d -n %d\n", seed, *nFlag)
 		fmt.Fprintf(&b, "%d pods: %d valid, %d refused by both, (a) %d API-only refusals, (b) %d podstart-only refusals, (c) %d defaulting differences, %d unmutated bases refused by the API server; (d) %d refused by both on different field paths\n\n",
 			*nFlag, valid, refusedBoth, apiOnly.total, podstartOnly.total, defaulting.total, baseRefused, fields.total)
 		b.WriteString(apiOnly.report("(a) refused by the API server, accepted by podstart", 1, true, 1000))
