@@ -56,8 +56,8 @@ type outcome struct {
 	output string
 }
 
-// userAgent is kubelet's for v1.36 probes.
-const userAgent = "kube-probe/1.36"
+// userAgent is kubelet v1.37's for probes ("kube-probe/<major>.<minor>").
+const userAgent = "kube-probe/1.37"
 
 // maxOutput is kubelet's maxRespBodyLength and exec maxReadLength: the
 // most of a body or a command's output a probe reads.
@@ -177,7 +177,10 @@ func limited(stdout, stderr []byte) string {
 	return string(stdout) + string(stderr)
 }
 
-// resolvePort is kubelet's probe.ResolveContainerPort, errors included.
+// resolvePort is kubelet v1.37's probe.ResolveContainerPort, errors
+// included: a string port is only ever a name of one of the container's
+// ports ("port %q not found" otherwise); a numeric string such as "8080"
+// is no longer taken as a number (v1.36 fell back to strconv.Atoi).
 func resolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
 	port := -1
 	switch p.Type {
@@ -192,11 +195,7 @@ func resolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
 			}
 		}
 		if !found {
-			n, err := strconv.Atoi(p.StrVal)
-			if err != nil {
-				return n, err
-			}
-			port = n
+			return 0, fmt.Errorf("port %q not found", p.StrVal)
 		}
 	default:
 		return port, fmt.Errorf("intOrString had no kind: %+v", p)

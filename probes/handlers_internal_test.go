@@ -1,6 +1,6 @@
 package probes
 
-// Ports of kubelet v1.36.3's pkg/probe/http (http_test.go, request_test.go)
+// Ports of kubelet v1.37.2's pkg/probe/http (http_test.go, request_test.go)
 // and pkg/kubelet/prober/prober_test.go (TestGetURLParts,
 // TestGetTCPAddrParts) against this package's handlers.
 
@@ -32,12 +32,13 @@ func TestGetURLParts(t *testing.T) {
 		err  string
 	}{
 		{intstr.FromInt32(-1), false, 0, "invalid port number: -1"},
-		{intstr.FromString(""), false, 0, `strconv.Atoi: parsing "": invalid syntax`},
-		{intstr.FromString("-1"), false, 0, "invalid port number: -1"},
-		{intstr.FromString("not-found"), false, 0, `strconv.Atoi: parsing "not-found": invalid syntax`},
+		{intstr.FromString(""), false, 0, `port "" not found`},
+		{intstr.FromString("-1"), false, 0, `port "-1" not found`},
+		{intstr.FromString("not-found"), false, 0, `port "not-found" not found`},
 		{intstr.FromString("found"), true, 93, ""},
 		{intstr.FromInt32(76), true, 76, ""},
-		{intstr.FromString("118"), true, 118, ""},
+		// v1.37 dropped the numeric fallback: a string port is a name.
+		{intstr.FromString("118"), false, 0, `port "118" not found`},
 		{intstr.FromInt32(65536), false, 0, "invalid port number: 65536"},
 	} {
 		got, err := resolvePort(tc.port, c)
@@ -155,7 +156,7 @@ func TestHTTPProbeChecker(t *testing.T) {
 		{name: "lower-case custom header", handler: echo, headers: h("x-muffins-or-cupcakes", "muffins"), want: resultSuccess, body: "X-Muffins-Or-Cupcakes: muffins"},
 		{name: "own User-Agent", handler: echo, headers: h("User-Agent", "foo/1.0"), want: resultSuccess, body: "User-Agent: foo/1.0"},
 		{name: "empty User-Agent", handler: echo, headers: h("User-Agent", ""), want: resultSuccess, notBody: "User-Agent"},
-		{name: "default User-Agent", handler: echo, want: resultSuccess, body: "User-Agent: kube-probe/1.36\n"},
+		{name: "default User-Agent", handler: echo, want: resultSuccess, body: "User-Agent: kube-probe/1.37\n"},
 		{name: "own Accept", handler: echo, headers: h("User-Agent", "foo/1.0", "Accept", "text/html"), want: resultSuccess, body: "Accept: text/html"},
 		{name: "own Accept and User-Agent", handler: echo, headers: h("User-Agent", "foo/1.0", "Accept", "foo/*"), want: resultSuccess, body: "User-Agent: foo/1.0"},
 		{name: "own Accept and custom", handler: echo, headers: h("X-Muffins-Or-Cupcakes", "muffins", "Accept", "foo/*"), want: resultSuccess, body: "X-Muffins-Or-Cupcakes: muffins"},

@@ -1,5 +1,5 @@
 // Package probes runs a pod's liveness, readiness and startup probes as
-// kubelet v1.36's prober manager does (pkg/kubelet/prober, pkg/probe), and
+// kubelet v1.37.2's prober manager does (pkg/kubelet/prober, pkg/probe), and
 // keeps their results for podsync (restarts: podsync.ProbeResults) and
 // apistatus (started and ready: apistatus.Probes).
 //
@@ -12,7 +12,7 @@
 //     (readiness Failure, liveness Success, startup Unknown), except for a
 //     container found running since more than 10s before the Manager was
 //     made (an agent restart, kubelet's ChangeContainerStatusOnKubeletRestart
-//     off, the v1.36 default): it keeps no result until probed, and a
+//     off, the default since v1.35): it keeps no result until probed, and a
 //     started sidecar's startup result reads Success;
 //   - a container that is not running reads Failure; the worker stops
 //     when the container terminated for good (kubelet's
@@ -43,11 +43,14 @@
 // (literal values; a valueFrom variable expands to nothing), exit 0 success,
 // another exit a failure with stdout and stderr (10 KiB at most), a
 // timeout a failure ("command timed out: "<cmd>" timed out after 1s":
-// ExecProbeTimeout is locked on in v1.36); the call is bounded by the
+// ExecProbeTimeout is locked on since v1.35); the call is bounded by the
 // runtime client's own timeout (runtime.WithCallTimeout plus the probe's),
 // as kubelet's CRI client. HTTP GET with scheme, host (default the pod IP),
-// path, port by number or name, the probe's headers (a Host header sets
-// the request's host), User-Agent kube-probe/1.36 and Accept */* unless
+// path, port by number or by the name of one of the container's ports (a
+// string port is only a name: "8080" names no port and the probe errors
+// with "port \"8080\" not found", v1.37 having dropped the numeric
+// fallback), the probe's headers (a Host header sets the request's host),
+// User-Agent kube-probe/1.37 and Accept */* unless
 // given (an empty Accept is dropped), no keep-alive, TLS unverified, no
 // proxy, timeoutSeconds as the client's timeout; 2xx success, 3xx left
 // unfollowed a ProbeWarning event and success, redirects followed only on

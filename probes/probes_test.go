@@ -205,7 +205,7 @@ func TestHTTPProbe(t *testing.T) {
 	<-changes // initial Failure
 	<-changes // Success
 	mu.Lock()
-	if gotUA != "kube-probe/1.36" || gotHeader != "yes" {
+	if gotUA != "kube-probe/1.37" || gotHeader != "yes" {
 		t.Errorf("User-Agent %q, X-Probe %q", gotUA, gotHeader)
 	}
 	code = http.StatusInternalServerError
