@@ -70,6 +70,36 @@ func TestQOSClass(t *testing.T) {
 			t.Fatalf("QOSClass = %s, want Burstable", got)
 		}
 	})
+	// Pod-level cases from kubelet v1.37.2's qos_test.go (explicitPLRTests,
+	// PodLevelResourcesFixKubeletQOSClass on as by default).
+	guaranteed := res(rl("cpu", "100m", "memory", "100Mi"), rl("cpu", "100m", "memory", "100Mi"))
+	podLevel := []struct {
+		name      string
+		container corev1.ResourceRequirements
+		pod       *corev1.ResourceRequirements
+		want      corev1.PodQOSClass
+	}{
+		{"empty pod-level maps fall back to containers", guaranteed, &corev1.ResourceRequirements{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}}, corev1.PodQOSGuaranteed},
+		{"completely empty pod-level resources fall back", guaranteed, &corev1.ResourceRequirements{}, corev1.PodQOSGuaranteed},
+		{"nil pod-level resources", guaranteed, nil, corev1.PodQOSGuaranteed},
+		{"only ephemeral storage at pod level falls back", guaranteed, ptr(res(rl("ephemeral-storage", "1Gi"), rl("ephemeral-storage", "1Gi"))), corev1.PodQOSGuaranteed},
+		{"zero pod-level resources decide", guaranteed, ptr(res(rl("cpu", "0", "memory", "0"), rl("cpu", "0", "memory", "0"))), corev1.PodQOSBestEffort},
+		{"guaranteed with pod-level hugepages", corev1.ResourceRequirements{},
+			ptr(res(rl("cpu", "10m", "memory", "100Mi", "hugepages-2Mi", "100Mi"), rl("cpu", "10m", "memory", "100Mi", "hugepages-2Mi", "100Mi"))), corev1.PodQOSGuaranteed},
+		{"burstable with pod-level hugepages", corev1.ResourceRequirements{},
+			ptr(res(rl("cpu", "10m", "hugepages-2Mi", "100Mi"), rl("hugepages-2Mi", "100Mi"))), corev1.PodQOSBurstable},
+	}
+	for _, tt := range podLevel {
+		t.Run(tt.name, func(t *testing.T) {
+			p := testPod(func(p *corev1.Pod) {
+				p.Spec.Containers[0].Resources = tt.container
+				p.Spec.Resources = tt.pod
+			})
+			if got := QOSClass(p); got != tt.want {
+				t.Fatalf("QOSClass = %s, want %s", got, tt.want)
+			}
+		})
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := testPod(func(p *corev1.Pod) {
@@ -104,6 +134,16 @@ func TestOOMScoreAdj(t *testing.T) {
 			p.Spec.PriorityClassName = "system-node-critical"
 		}, -997},
 		{"critical by priority but not node critical", func(p *corev1.Pod) { p.Spec.Priority = ptr(int32(2000000000)) }, 1000},
+		{"pod-level request spread over containers", func(p *corev1.Pod) {
+			p.Spec.Resources = ptr(res(rl("memory", "2Gi"), nil))
+			p.Spec.Containers[0].Resources = res(rl("memory", "1Gi"), nil)
+		}, 500},
+		// v1.37: containers asking for more than the pod leave nothing to
+		// spread (the remainder is floored at zero, not negative).
+		{"containers above the pod-level request", func(p *corev1.Pod) {
+			p.Spec.Resources = ptr(res(rl("memory", "128Mi"), rl("memory", "128Mi")))
+			p.Spec.Containers[0].Resources = res(rl("memory", "1Gi"), nil)
+		}, 750},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

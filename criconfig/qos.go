@@ -2,7 +2,6 @@ package criconfig
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
 
@@ -12,77 +11,64 @@ const (
 	BestEffortOOMScoreAdj = 1000
 )
 
-// QOSClass is kubelet's ComputePodQOS (status.qosClass wins when set):
-// CPU and memory requests and limits of every container, or the pod-level
-// resources when the pod sets them.
+// QOSClass is kubelet v1.37's GetPodQOS (status.qosClass wins when set):
+// with pod-level resources that name a supported resource (cpu, memory,
+// huge pages), the pod-level block alone decides; otherwise each init and
+// app container is classed by its CPU and memory (a request equal to its
+// limit and non-zero: Guaranteed; both zero or absent: BestEffort; else
+// Burstable) and the pod is Burstable as soon as one container is, or when
+// its containers' classes differ. A pod-level block with no supported
+// resource (empty, or only ephemeral storage) no longer decides
+// (PodLevelResourcesFixKubeletQOSClass, on by default in v1.37).
 func QOSClass(pod *corev1.Pod) corev1.PodQOSClass {
 	if pod.Status.QOSClass != "" {
 		return pod.Status.QOSClass
 	}
-	requests, limits := corev1.ResourceList{}, corev1.ResourceList{}
-	guaranteed := true
-	add := func(into corev1.ResourceList, name corev1.ResourceName, q resource.Quantity) {
-		if cur, ok := into[name]; ok {
-			q = q.DeepCopy()
-			q.Add(cur)
-		}
-		into[name] = q
+	if resourcehelper.IsPodLevelResourcesSet(pod) {
+		return requirementsQOS(pod.Spec.Resources)
 	}
-	qosResource := func(n corev1.ResourceName) bool { return n == corev1.ResourceCPU || n == corev1.ResourceMemory }
-	if pr := pod.Spec.Resources; pr != nil {
-		for n, q := range pr.Requests {
-			if qosResource(n) && q.Sign() == 1 {
-				add(requests, n, q)
-			}
-		}
-		if len(pr.Limits) > 0 {
-			found := 0
-			for n, q := range pr.Limits {
-				if qosResource(n) && q.Sign() == 1 {
-					add(limits, n, q)
-					found++
-				}
-			}
-			if found < 2 {
-				guaranteed = false
-			}
-		}
-	} else {
-		all := append(append([]corev1.Container{}, pod.Spec.Containers...), pod.Spec.InitContainers...)
-		for i := range all {
-			c := &all[i]
-			for n, q := range c.Resources.Requests {
-				if qosResource(n) && q.Sign() == 1 {
-					add(requests, n, q)
-				}
-			}
-			found := 0
-			for n, q := range c.Resources.Limits {
-				if qosResource(n) && q.Sign() == 1 {
-					add(limits, n, q)
-					found++
-				}
-			}
-			if found < 2 {
-				guaranteed = false
+	var class corev1.PodQOSClass
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			c := requirementsQOS(&list[i].Resources)
+			switch {
+			case c == corev1.PodQOSBurstable:
+				return c
+			case class == "":
+				class = c
+			case class != c:
+				return corev1.PodQOSBurstable
 			}
 		}
 	}
-	if len(requests) == 0 && len(limits) == 0 {
+	if class == "" {
 		return corev1.PodQOSBestEffort
 	}
-	if guaranteed {
-		for n, req := range requests {
-			if lim, ok := limits[n]; !ok || lim.Cmp(req) != 0 {
-				guaranteed = false
-				break
-			}
+	return class
+}
+
+// requirementsQOS classes one set of requirements by CPU and memory: the
+// same class for both, or Burstable.
+func requirementsQOS(r *corev1.ResourceRequirements) corev1.PodQOSClass {
+	if len(r.Requests) == 0 && len(r.Limits) == 0 {
+		return corev1.PodQOSBestEffort
+	}
+	var class corev1.PodQOSClass
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		req, lim := r.Requests[name], r.Limits[name]
+		c := corev1.PodQOSGuaranteed
+		switch {
+		case !req.Equal(lim):
+			return corev1.PodQOSBurstable
+		case req.IsZero():
+			c = corev1.PodQOSBestEffort
 		}
+		if class != "" && class != c {
+			return corev1.PodQOSBurstable
+		}
+		class = c
 	}
-	if guaranteed && len(requests) == len(limits) {
-		return corev1.PodQOSGuaranteed
-	}
-	return corev1.PodQOSBurstable
+	return class
 }
 
 // Static and mirror pods, and pods at system-critical priority, are
@@ -163,7 +149,8 @@ func minRegularContainerMemory(pod *corev1.Pod) int64 {
 }
 
 // remainingPodMemReqPerContainer spreads the pod-level memory request not
-// claimed by containers evenly over all containers (KEP-2837).
+// claimed by containers evenly over all containers (KEP-2837); none when
+// the containers claim more than the pod (v1.37).
 func remainingPodMemReqPerContainer(pod *corev1.Pod) int64 {
 	if pod.Spec.Resources.Requests.Memory().IsZero() {
 		return 0
@@ -173,5 +160,5 @@ func remainingPodMemReqPerContainer(pod *corev1.Pod) int64 {
 		return 0
 	}
 	claimed := resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{})
-	return (pod.Spec.Resources.Requests.Memory().Value() - claimed.Memory().Value()) / n
+	return max(pod.Spec.Resources.Requests.Memory().Value()-claimed.Memory().Value(), 0) / n
 }
