@@ -5,8 +5,10 @@ import (
 	"sort"
 	"sync"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // Objects is a Source held in memory, for tests and for operators that
@@ -14,7 +16,8 @@ import (
 // own). It answers a missing object with the NotFound error kubelet's
 // secret and configmap managers give (`secret "name" not found`), so
 // messages built on it read as kubelet's. It also gives ServiceAccounts
-// (ServiceAccountGetter) and Services (ServiceLister). The zero value is empty and ready; it is safe
+// (ServiceAccountGetter), Services (ServiceLister) and ClusterTrustBundles
+// (ClusterTrustBundleSource). The zero value is empty and ready; it is safe
 // for concurrent use and must not be copied after first use. Objects are
 // copied in and out, so neither side sees the other's changes.
 type Objects struct {
@@ -23,6 +26,7 @@ type Objects struct {
 	configMaps      map[objectKey]*corev1.ConfigMap
 	serviceAccounts map[objectKey]*corev1.ServiceAccount
 	services        map[objectKey]*corev1.Service
+	trustBundles    map[string]*certificatesv1.ClusterTrustBundle
 }
 
 type objectKey struct{ namespace, name string }
@@ -159,3 +163,56 @@ var (
 	_ ServiceAccountGetter = (*Objects)(nil)
 	_ ServiceLister        = (*Objects)(nil)
 )
+
+// SetClusterTrustBundle adds or replaces a ClusterTrustBundle, by name.
+func (o *Objects) SetClusterTrustBundle(b *certificatesv1.ClusterTrustBundle) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.trustBundles == nil {
+		o.trustBundles = map[string]*certificatesv1.ClusterTrustBundle{}
+	}
+	o.trustBundles[b.Name] = b.DeepCopy()
+}
+
+// DeleteClusterTrustBundle removes a ClusterTrustBundle; removing a
+// missing one does nothing.
+func (o *Objects) DeleteClusterTrustBundle(name string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.trustBundles, name)
+}
+
+// GetClusterTrustBundle returns a copy of the ClusterTrustBundle, or the
+// NotFound error of client-go's lister
+// (`clustertrustbundle.certificates.k8s.io "name" not found`).
+func (o *Objects) GetClusterTrustBundle(ctx context.Context, name string) (*certificatesv1.ClusterTrustBundle, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	if b, ok := o.trustBundles[name]; ok {
+		return b.DeepCopy(), nil
+	}
+	return nil, apierrors.NewNotFound(certificatesv1.Resource("clustertrustbundle"), name)
+}
+
+// ListClusterTrustBundles returns copies of the signer's
+// ClusterTrustBundles whose labels selector matches, by name.
+func (o *Objects) ListClusterTrustBundles(ctx context.Context, signerName string, selector labels.Selector) ([]*certificatesv1.ClusterTrustBundle, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	var out []*certificatesv1.ClusterTrustBundle
+	for _, b := range o.trustBundles {
+		if b.Spec.SignerName == signerName && selector.Matches(labels.Set(b.Labels)) {
+			out = append(out, b.DeepCopy())
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+var _ ClusterTrustBundleSource = (*Objects)(nil)

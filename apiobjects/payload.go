@@ -31,8 +31,8 @@ var (
 	// does not have, and the reference is not optional.
 	ErrVolumeKeyMissing = errors.New("volume item references a missing key")
 	// ErrProjectionNotSupported: a projected volume source podstart cannot
-	// serve (clusterTrustBundle, podCertificate need kubelet's managers of
-	// those API objects); the volume is refused, not set up without it.
+	// serve (podCertificate needs kubelet's manager of those API
+	// objects); the volume is refused, not set up without it.
 	ErrProjectionNotSupported = errors.New("projected volume source not supported by podstart")
 	// ErrInvalidMode: a defaultMode or an item's mode outside 0–0777
 	// (octal), which the API server refuses. It is refused here too,
@@ -350,6 +350,9 @@ type Projection struct {
 	Objects Source
 	// Tokens serves serviceAccountToken sources; nil fails them.
 	Tokens *Tokens
+	// TrustBundles serves clusterTrustBundle sources; nil fails them
+	// (ErrNoClusterTrustBundles).
+	TrustBundles ClusterTrustBundleSource
 	// FsUser and FsGroup are the pod's (FsUser(pod), its fsGroup): with
 	// either, a token is written 0600 (fsGroup ownership then adds group
 	// read), owned by FsUser.
@@ -363,7 +366,8 @@ type Projection struct {
 // merged in order (a later source's file replaces an earlier one's), a
 // missing optional Secret or ConfigMap read as an empty one, each
 // source's error collected and all reported, aggregated as kubelet does.
-// clusterTrustBundle and podCertificate sources are refused
+// clusterTrustBundle sources are ClusterTrustBundlePayload's, written
+// as tokens are. podCertificate sources are refused
 // (ErrProjectionNotSupported) by name. A defaultMode or item mode outside
 // 0–0777 is refused (ErrInvalidMode, naming sources[i]...) before any
 // object or token is fetched.
@@ -443,7 +447,12 @@ func ProjectedPayload(ctx context.Context, p Projection) (map[string]mounts.File
 			}
 			out[tp.Path] = mounts.File{Data: []byte(tr.Status.Token), Mode: fs.FileMode(privateMode), FsUser: p.FsUser}
 		case s.ClusterTrustBundle != nil:
-			errs = append(errs, fmt.Errorf("clusterTrustBundle source (path %q): %w", s.ClusterTrustBundle.Path, ErrProjectionNotSupported))
+			data, err := ClusterTrustBundlePayload(ctx, p.TrustBundles, s.ClusterTrustBundle)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			out[s.ClusterTrustBundle.Path] = mounts.File{Data: data, Mode: fs.FileMode(privateMode), FsUser: p.FsUser}
 		case s.PodCertificate != nil:
 			errs = append(errs, fmt.Errorf("podCertificate source (signer %q): %w", s.PodCertificate.SignerName, ErrProjectionNotSupported))
 		}

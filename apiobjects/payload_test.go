@@ -407,12 +407,12 @@ func TestProjectedPayloadSources(t *testing.T) {
 		corev1.VolumeProjection{PodCertificate: &corev1.PodCertificateProjection{SignerName: "example.com/s", CredentialBundlePath: "cred"}},
 	))
 	const wantErr = `[secret "gone" not found, configmap references non-existent config key: nokey, ` +
-		`clusterTrustBundle source (path "ca.pem"): projected volume source not supported by podstart, ` +
+		`ClusterTrustBundle projection is not supported in static kubelet mode, ` +
 		`podCertificate source (signer "example.com/s"): projected volume source not supported by podstart]`
 	if err == nil || err.Error() != wantErr {
 		t.Fatalf("err = %v\nwant %s", err, wantErr)
 	}
-	if !errors.Is(err, ErrProjectionNotSupported) || !errors.Is(err, ErrVolumeKeyMissing) {
+	if !errors.Is(err, ErrProjectionNotSupported) || !errors.Is(err, ErrVolumeKeyMissing) || !errors.Is(err, ErrNoClusterTrustBundles) {
 		t.Errorf("%v: classes not matched", err)
 	}
 

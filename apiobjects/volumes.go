@@ -48,6 +48,7 @@ type Volumes struct {
 	src         Source
 	rootDir     string
 	tokens      *Tokens
+	bundles     ClusterTrustBundleSource
 	recorder    EventRecorder
 	allocatable corev1.ResourceList
 	mounter     mounts.Mounter
@@ -66,6 +67,15 @@ func WithTokens(t *Tokens) VolumeOption { return func(v *Volumes) { v.tokens = t
 // token projection fails to mount it (ErrNoTokenRequester).
 func WithTokenRequester(r TokenRequester) VolumeOption {
 	return func(v *Volumes) { v.tokens = NewTokens(r) }
+}
+
+// WithClusterTrustBundles sets where clusterTrustBundle projections read
+// ClusterTrustBundles, on each setup of the volume. Without it, a Source
+// that is also a ClusterTrustBundleSource (Objects) is used; with
+// neither, a pod with such a projection fails to mount it
+// (ErrNoClusterTrustBundles).
+func WithClusterTrustBundles(s ClusterTrustBundleSource) VolumeOption {
+	return func(v *Volumes) { v.bundles = s }
 }
 
 // WithEventRecorder sets where kubelet's FailedMount events go (default:
@@ -104,6 +114,9 @@ func NewVolumes(src Source, rootDir string, opts ...VolumeOption) *Volumes {
 	}
 	if v.mounter == nil {
 		v.mounter = &mounts.HostMounter{}
+	}
+	if b, ok := src.(ClusterTrustBundleSource); ok && v.bundles == nil {
+		v.bundles = b
 	}
 	return v
 }
@@ -174,7 +187,7 @@ func (v *Volumes) volume(ctx context.Context, pod *corev1.Pod, vol corev1.Volume
 	case vol.Projected != nil:
 		plugin = projectedPluginDir
 		files, err = ProjectedPayload(ctx, Projection{
-			Pod: pod, VolumeName: vol.Name, Source: vol.Projected, Objects: v.src, Tokens: v.tokens,
+			Pod: pod, VolumeName: vol.Name, Source: vol.Projected, Objects: v.src, Tokens: v.tokens, TrustBundles: v.bundles,
 			FsUser: FsUser(pod), FsGroup: fsGroup, NodeAllocatable: v.allocatable,
 		})
 	case vol.HostPath != nil, vol.EmptyDir != nil:

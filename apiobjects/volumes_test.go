@@ -249,9 +249,9 @@ func TestVolumesRefused(t *testing.T) {
 		t.Errorf("something was written: %v", err)
 	}
 	pod = volumePod(corev1.Volume{Name: "certs", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: ptr.To[int32](0o644),
-		Sources: []corev1.VolumeProjection{{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{SignerName: ptr.To("example.com/s"), Path: "ca.pem"}}}}}})
+		Sources: []corev1.VolumeProjection{{PodCertificate: &corev1.PodCertificateProjection{SignerName: "example.com/s", KeyType: "ED25519", CredentialBundlePath: "cred.pem"}}}}}})
 	_, err = NewVolumes(src, root, WithMounter(fakemount.New())).Volumes(context.Background(), pod)
-	if !errors.Is(err, ErrProjectionNotSupported) || !strings.Contains(err.Error(), "clusterTrustBundle") {
+	if !errors.Is(err, ErrProjectionNotSupported) || !strings.Contains(err.Error(), "podCertificate") {
 		t.Fatalf("err = %v", err)
 	}
 }
