@@ -8,11 +8,12 @@
 // read from a file, or built in code, has none of these. Pod applies them
 // in place before the pod reaches podsync, as the API server would have.
 //
-// Pod is the API server's defaulting of a v1 Pod (kubelet v1.36.3's
-// k8s.io/kubernetes/pkg/apis/core/v1 with its default feature gates),
-// applied in the same order, and compared with it on random pods in
-// podstart's differential tests (test/diff): the result is equal field for
-// field. It sets, where unset:
+// Pod is the API server's defaulting of a v1 Pod (kubelet v1.37.2's
+// k8s.io/kubernetes/pkg/apis/core/v1 with its default feature gates, then
+// the pod registry's pod-level resources defaulting on create), applied in
+// the same order, and compared with it on random pods in podstart's
+// differential tests (test/diff): the result is equal field for field. It
+// sets, where unset:
 //
 //   - containers, init containers and ephemeral containers:
 //     imagePullPolicy (Always for an image tagged "latest" or with neither
@@ -26,13 +27,22 @@
 //   - requests equal to limits for resources with a limit and no request
 //     (containers and init containers); with hostNetwork, hostPort equal to
 //     containerPort;
-//   - pod-level resources (PodLevelResources, on in v1.36): hugepage limits
-//     from the containers' when pod-level resources are set, and cpu and
-//     memory requests from the containers' requests, else from the
-//     pod-level limits, when pod-level limits are set;
+//   - pod-level resources (PodLevelResources with v1.37's
+//     PodLevelResourcesFixDefaulting, which moved this from the v1
+//     defaulting to the registry's PrepareForCreate, after every other
+//     default), when the pod sets a pod-level request or limit: hugepage
+//     limits from the containers' limits; cpu and memory requests from the
+//     containers' requests, then any cpu, memory or hugepage request from
+//     the pod-level limit; and, new in v1.37, a cpu, memory or hugepage
+//     limit, when every container (ephemeral ones included) sets one, of
+//     the containers' total or the pod-level request if larger;
 //   - restartPolicy Always, dnsPolicy ClusterFirst, schedulerName
-//     default-scheduler, terminationGracePeriodSeconds 30,
-//     enableServiceLinks true, an empty securityContext;
+//     default-scheduler, terminationGracePeriodSeconds 30 (a negative one
+//     becomes 1, v1.37), enableServiceLinks true, an empty securityContext;
+//     serviceAccountName from the deprecated serviceAccount, and
+//     serviceAccount from serviceAccountName, which wins (v1.37);
+//   - status: podIPs from podIP, podIP from the first of podIPs, and podIPs
+//     replaced by podIP alone when both are set and disagree (v1.37);
 //   - volumes: emptyDir when no source is set; defaultMode 0644 for
 //     secret, configMap, downwardAPI and projected volumes; hostPath type
 //     ""; a projected service account token's expirationSeconds 3600; image
@@ -42,7 +52,10 @@
 //   - every quantity in the spec and in the status resources rounded up to
 //     milli-units (0.0001 becomes 1m), as the API server does.
 //
-// Pod does not apply what happens elsewhere in the API server: admission
+// Not applied: the protocol of httpGet probes and hooks, defaulted only
+// with the H2CContainerProbe gate (alpha, off in v1.37).
+//
+// Pod does not apply what else happens in the API server: admission
 // (the service account token volume, default tolerations, priority, limit
 // ranges), nor the status the registry sets (qosClass, phase). Kubelet
 // computes what it needs of those itself.
@@ -64,7 +77,10 @@ import (
 // the package documentation for the list. Fields already set are kept, and
 // applying it twice changes nothing more.
 func Pod(pod *corev1.Pod) {
-	podLevel(pod)
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
+		pod.Spec.TerminationGracePeriodSeconds = ptr(int64(1))
+	}
+	podOnly(pod)
 	spec(&pod.Spec)
 	for i := range pod.Spec.Volumes {
 		volume(&pod.Spec.Volumes[i])
@@ -80,6 +96,7 @@ func Pod(pod *corev1.Pod) {
 	}
 	roundUp(pod.Spec.Overhead)
 	requirements(pod.Spec.Resources)
+	status(&pod.Status)
 	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses} {
 		for i := range list {
 			roundUp(list[i].AllocatedResources)
@@ -88,6 +105,7 @@ func Pod(pod *corev1.Pod) {
 	}
 	roundUp(pod.Status.AllocatedResources)
 	requirements(pod.Status.Resources)
+	podLevelResources(pod)
 }
 
 // PullPolicy is the imagePullPolicy the API server gives a container whose
@@ -107,10 +125,9 @@ func PullPolicy(image string) corev1.PullPolicy {
 	return corev1.PullIfNotPresent
 }
 
-// podLevel is what the API server defaults on a Pod but not on a pod
-// template: requests from limits, pod-level resources, service links and
-// host ports.
-func podLevel(pod *corev1.Pod) {
+// podOnly is what the API server defaults on a Pod but not on a pod
+// template: requests from limits, service links and host ports.
+func podOnly(pod *corev1.Pod) {
 	for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
 		for i := range list {
 			r := &list[i].Resources
@@ -127,8 +144,6 @@ func podLevel(pod *corev1.Pod) {
 			}
 		}
 	}
-	podHugePageLimits(pod)
-	podRequests(pod)
 	if pod.Spec.EnableServiceLinks == nil {
 		pod.Spec.EnableServiceLinks = ptr(corev1.DefaultEnableServiceLinks)
 	}
@@ -149,18 +164,33 @@ func isHugePages(name corev1.ResourceName) bool {
 	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
 }
 
-// podHugePageLimits: when pod-level resources are set, a hugepage limit
-// the pod does not set (and does not request) is the containers' total.
-func podHugePageLimits(pod *corev1.Pod) {
+// podLevelResources is the registry's defaulting of pod-level resources
+// (pkg/api/pod DefaultPodLevelResources, run when a pod is created with
+// PodLevelResourcesFixDefaulting, on in v1.37), once the pod's other
+// defaults are set: when the pod sets a pod-level request or limit,
+//
+//  1. a hugepage limit the pod neither sets nor requests is the
+//     containers' total limit;
+//  2. a cpu or memory request the pod does not set is the containers'
+//     total request; then a cpu, memory or hugepage resource with a
+//     pod-level limit and no pod-level request is requested at its limit;
+//  3. a cpu, memory or hugepage resource requested at pod level with no
+//     pod-level limit is limited to the larger of that request and the
+//     containers' total limit, if every container (init, app and
+//     ephemeral) sets a limit for it.
+func podLevelResources(pod *corev1.Pod) {
 	res := pod.Spec.Resources
 	if res == nil || len(res.Limits) == 0 && len(res.Requests) == 0 {
 		return
 	}
+	limitsOf := func(r *corev1.ResourceRequirements) corev1.ResourceList { return r.Limits }
+	containerLimits := aggregate(pod, limitsOf)
+
 	limits := res.Limits
 	if limits == nil {
 		limits = corev1.ResourceList{}
 	}
-	for name, total := range aggregate(pod, func(r *corev1.ResourceRequirements) corev1.ResourceList { return r.Limits }) {
+	for name, total := range containerLimits {
 		if !isHugePages(name) {
 			continue
 		}
@@ -174,17 +204,7 @@ func podHugePageLimits(pod *corev1.Pod) {
 	if len(limits) > 0 {
 		res.Limits = limits
 	}
-}
 
-// podRequests: when pod-level limits are set, a cpu or memory request the
-// pod does not set is the containers' effective request; then any
-// pod-level resource (cpu, memory, hugepages) still unrequested gets its
-// pod-level limit.
-func podRequests(pod *corev1.Pod) {
-	res := pod.Spec.Resources
-	if res == nil || len(res.Limits) == 0 {
-		return
-	}
 	requests := res.Requests
 	if requests == nil {
 		requests = corev1.ResourceList{}
@@ -195,13 +215,55 @@ func podRequests(pod *corev1.Pod) {
 		}
 	}
 	for name, limit := range res.Limits {
-		if _, ok := requests[name]; !ok && (name == corev1.ResourceCPU || name == corev1.ResourceMemory || isHugePages(name)) {
+		if _, ok := requests[name]; !ok && podLevelResource(name) {
 			requests[name] = limit.DeepCopy()
 		}
 	}
 	if len(requests) > 0 {
 		res.Requests = requests
 	}
+
+	for name, request := range res.Requests {
+		if _, limited := res.Limits[name]; limited || !podLevelResource(name) || !everyContainerLimits(pod, name) {
+			continue
+		}
+		total, ok := containerLimits[name]
+		if !ok {
+			continue
+		}
+		limit := total.DeepCopy()
+		if request.Cmp(limit) > 0 {
+			limit = request.DeepCopy()
+		}
+		if res.Limits == nil {
+			res.Limits = corev1.ResourceList{}
+		}
+		res.Limits[name] = limit
+	}
+}
+
+// podLevelResource reports whether a pod may set name at pod level: cpu,
+// memory and hugepages.
+func podLevelResource(name corev1.ResourceName) bool {
+	return name == corev1.ResourceCPU || name == corev1.ResourceMemory || isHugePages(name)
+}
+
+// everyContainerLimits reports whether every container of the pod, init
+// and ephemeral ones included, sets a limit for name.
+func everyContainerLimits(pod *corev1.Pod, name corev1.ResourceName) bool {
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if _, ok := list[i].Resources.Limits[name]; !ok {
+				return false
+			}
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if _, ok := pod.Spec.EphemeralContainers[i].Resources.Limits[name]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // aggregate is what a pod's containers need of each resource at most at
@@ -269,6 +331,10 @@ func requirements(r *corev1.ResourceRequirements) {
 }
 
 func spec(s *corev1.PodSpec) {
+	if s.ServiceAccountName == "" {
+		s.ServiceAccountName = s.DeprecatedServiceAccount
+	}
+	s.DeprecatedServiceAccount = s.ServiceAccountName
 	if s.DNSPolicy == "" {
 		s.DNSPolicy = corev1.DNSClusterFirst
 	}
@@ -283,6 +349,17 @@ func spec(s *corev1.PodSpec) {
 	}
 	if s.SchedulerName == "" {
 		s.SchedulerName = corev1.DefaultSchedulerName
+	}
+}
+
+// status keeps podIP and podIPs in agreement: each is filled from the
+// other, and podIP wins when both are set and the first of podIPs differs.
+func status(s *corev1.PodStatus) {
+	switch {
+	case s.PodIP != "" && (len(s.PodIPs) == 0 || s.PodIPs[0].IP != s.PodIP):
+		s.PodIPs = []corev1.PodIP{{IP: s.PodIP}}
+	case s.PodIP == "" && len(s.PodIPs) > 0:
+		s.PodIP = s.PodIPs[0].IP
 	}
 }
 

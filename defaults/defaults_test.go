@@ -144,3 +144,160 @@ func BenchmarkPod(b *testing.B) {
 		Pod(pod.DeepCopy())
 	}
 }
+
+// TestPodV137 holds the cases of kubelet v1.37.2's own tests of what
+// changed in v1.37: pkg/apis/core/v1's TestSetDefaultPodTerminationGracePeriodSeconds,
+// TestSetDefaultServiceAccountAlias and TestSetDefaultPodStatusPodIPs, and
+// pkg/registry/core/pod's pod-level resources defaulting cases.
+func TestPodV137(t *testing.T) {
+	t.Parallel()
+	t.Run("terminationGracePeriodSeconds", func(t *testing.T) {
+		for _, tc := range []struct {
+			name        string
+			grace, want *int64
+		}{
+			{"negative clamped to 1", ptr(int64(-1)), ptr(int64(1))},
+			{"very negative clamped to 1", ptr(int64(-9999)), ptr(int64(1))},
+			{"zero preserved", ptr(int64(0)), ptr(int64(0))},
+			{"positive preserved", ptr(int64(42)), ptr(int64(42))},
+			{"unset is 30", nil, ptr(int64(30))},
+		} {
+			p := &corev1.Pod{Spec: corev1.PodSpec{TerminationGracePeriodSeconds: tc.grace}}
+			Pod(p)
+			if !reflect.DeepEqual(p.Spec.TerminationGracePeriodSeconds, tc.want) {
+				t.Errorf("%s: grace %d, want %d", tc.name, *p.Spec.TerminationGracePeriodSeconds, *tc.want)
+			}
+		}
+	})
+	t.Run("serviceAccountName and serviceAccount", func(t *testing.T) {
+		for _, tc := range []struct {
+			name, account, deprecated, want string
+		}{
+			{"neither set", "", "", ""},
+			{"both set to the same value", "a", "a", "a"},
+			{"both set, serviceAccountName wins", "a", "b", "a"},
+			{"only serviceAccountName set", "a", "", "a"},
+			{"only deprecated alias set", "", "a", "a"},
+		} {
+			p := &corev1.Pod{Spec: corev1.PodSpec{ServiceAccountName: tc.account, DeprecatedServiceAccount: tc.deprecated}}
+			Pod(p)
+			if p.Spec.ServiceAccountName != tc.want || p.Spec.DeprecatedServiceAccount != tc.want {
+				t.Errorf("%s: serviceAccountName %q, serviceAccount %q, want both %q", tc.name,
+					p.Spec.ServiceAccountName, p.Spec.DeprecatedServiceAccount, tc.want)
+			}
+		}
+	})
+	t.Run("podIP and podIPs", func(t *testing.T) {
+		for _, tc := range []struct {
+			name    string
+			ip      string
+			ips     []corev1.PodIP
+			wantIP  string
+			wantIPs []corev1.PodIP
+		}{
+			{"only podIP, podIPs synthesized", "10.0.0.1", nil, "10.0.0.1", []corev1.PodIP{{IP: "10.0.0.1"}}},
+			{"mismatched, podIP authoritative", "10.0.0.2", []corev1.PodIP{{IP: "10.0.0.1"}, {IP: "2000::"}}, "10.0.0.2", []corev1.PodIP{{IP: "10.0.0.2"}}},
+			{"only podIPs, podIP filled", "", []corev1.PodIP{{IP: "10.0.0.1"}, {IP: "2000::"}}, "10.0.0.1", []corev1.PodIP{{IP: "10.0.0.1"}, {IP: "2000::"}}},
+			{"consistent dual-stack preserved", "10.0.0.1", []corev1.PodIP{{IP: "10.0.0.1"}, {IP: "2000::"}}, "10.0.0.1", []corev1.PodIP{{IP: "10.0.0.1"}, {IP: "2000::"}}},
+			{"neither set", "", nil, "", nil},
+		} {
+			p := &corev1.Pod{Status: corev1.PodStatus{PodIP: tc.ip, PodIPs: tc.ips}}
+			Pod(p)
+			if p.Status.PodIP != tc.wantIP || !reflect.DeepEqual(p.Status.PodIPs, tc.wantIPs) {
+				t.Errorf("%s: podIP %q podIPs %v, want %q %v", tc.name, p.Status.PodIP, p.Status.PodIPs, tc.wantIP, tc.wantIPs)
+			}
+		}
+	})
+	t.Run("pod-level resources", func(t *testing.T) {
+		list := func(cpu, memory string) corev1.ResourceList {
+			l := corev1.ResourceList{}
+			if cpu != "" {
+				l[corev1.ResourceCPU] = resource.MustParse(cpu)
+			}
+			if memory != "" {
+				l[corev1.ResourceMemory] = resource.MustParse(memory)
+			}
+			return l
+		}
+		ctr := func(name string, requests, limits corev1.ResourceList) corev1.Container {
+			return corev1.Container{Name: name, Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits}}
+		}
+		gpu := corev1.ResourceName("example.com/gpu")
+		for _, tc := range []struct {
+			name             string
+			pod              corev1.PodSpec
+			requests, limits corev1.ResourceList
+		}{{
+			name:     "spec.resources is nil - noop",
+			pod:      corev1.PodSpec{Containers: []corev1.Container{ctr("c1", list("100m", "128Mi"), list("100m", "128Mi"))}},
+			requests: nil, limits: nil,
+		}, {
+			name: "unsupported resources ignored in limit defaulting",
+			pod: corev1.PodSpec{
+				Containers: []corev1.Container{ctr("c1", corev1.ResourceList{gpu: resource.MustParse("1")}, corev1.ResourceList{gpu: resource.MustParse("1")})},
+				Resources:  &corev1.ResourceRequirements{Requests: corev1.ResourceList{gpu: resource.MustParse("1")}},
+			},
+			requests: corev1.ResourceList{gpu: resource.MustParse("1")}, limits: nil,
+		}, {
+			name: "requests only: a missing memory request from the containers, no limits when c2 has none",
+			pod: corev1.PodSpec{
+				Containers: []corev1.Container{ctr("c1", list("100m", "128Mi"), list("100m", "128Mi")), ctr("c2", list("100m", "128Mi"), nil)},
+				Resources:  &corev1.ResourceRequirements{Requests: list("200m", "")},
+			},
+			requests: list("200m", "256Mi"), limits: nil,
+		}, {
+			name: "every container limits: pod limits are their total",
+			pod: corev1.PodSpec{
+				Containers: []corev1.Container{ctr("c1", list("100m", "128Mi"), list("100m", "128Mi")), ctr("c2", list("100m", "128Mi"), list("100m", "128Mi"))},
+				Resources:  &corev1.ResourceRequirements{Requests: list("200m", "256Mi")},
+			},
+			requests: list("200m", "256Mi"), limits: list("200m", "256Mi"),
+		}, {
+			name: "c2 sets a cpu limit only: only the pod's cpu limit",
+			pod: corev1.PodSpec{
+				Containers: []corev1.Container{ctr("c1", list("100m", "128Mi"), list("100m", "128Mi")), ctr("c2", list("100m", "128Mi"), list("100m", ""))},
+				Resources:  &corev1.ResourceRequirements{Requests: list("200m", "256Mi")},
+			},
+			requests: list("200m", "256Mi"), limits: list("200m", ""),
+		}, {
+			name: "pod-level request exceeds the containers' limits: the limit is raised to the request",
+			pod: corev1.PodSpec{
+				Containers: []corev1.Container{ctr("c1", list("100m", "128Mi"), list("200m", "256Mi"))},
+				Resources:  &corev1.ResourceRequirements{Requests: list("500m", "512Mi")},
+			},
+			requests: list("500m", "512Mi"), limits: list("500m", "512Mi"),
+		}, {
+			name: "an ephemeral container without limits: no pod limits",
+			pod: corev1.PodSpec{
+				Containers:          []corev1.Container{ctr("c1", list("100m", "128Mi"), list("100m", "128Mi"))},
+				EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug"}}},
+				Resources:           &corev1.ResourceRequirements{Requests: list("100m", "")},
+			},
+			requests: list("100m", "128Mi"), limits: nil,
+		}} {
+			p := &corev1.Pod{Spec: *tc.pod.DeepCopy()}
+			Pod(p)
+			var requests, limits corev1.ResourceList
+			if r := p.Spec.Resources; r != nil {
+				requests, limits = r.Requests, r.Limits
+			}
+			if !equalLists(requests, tc.requests) || !equalLists(limits, tc.limits) {
+				t.Errorf("%s: pod-level requests %v limits %v, want %v %v", tc.name, requests, limits, tc.requests, tc.limits)
+			}
+		}
+	})
+}
+
+// equalLists compares two resource lists by value, an empty list equal to
+// none.
+func equalLists(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, q := range a {
+		if other, ok := b[name]; !ok || q.Cmp(other) != 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	podutil "k8s.io/kubernetes/pkg/api/pod"
+	"k8s.io/kubernetes/pkg/apis/core"
 	k8scorev1 "k8s.io/kubernetes/pkg/apis/core/v1"
 	"sigs.k8s.io/randfill"
 
@@ -132,10 +134,34 @@ func blank(r *rand.Rand, v reflect.Value) {
 	}
 }
 
+// apiServerDefaults is what the API server does to a v1 Pod before it
+// stores it, as far as defaulting goes: pkg/apis/core/v1's defaulting
+// functions registered in a scheme (applied when the pod is decoded), then
+// the registry's pod-level resources defaulting (PrepareForCreate's
+// podutil.DefaultPodLevelResources, on the internal pod, with v1.37's
+// PodLevelResourcesFixDefaulting).
+func apiServerDefaults(t *testing.T, scheme *runtime.Scheme, pod *corev1.Pod) {
+	t.Helper()
+	scheme.Default(pod)
+	var internal core.Pod
+	if err := k8scorev1.Convert_v1_Pod_To_core_Pod(pod, &internal, nil); err != nil {
+		t.Fatal(err)
+	}
+	podutil.DefaultPodLevelResources(&internal)
+	if internal.Spec.Resources == nil {
+		return
+	}
+	var res corev1.ResourceRequirements
+	if err := k8scorev1.Convert_core_ResourceRequirements_To_v1_ResourceRequirements(internal.Spec.Resources, &res, nil); err != nil {
+		t.Fatal(err)
+	}
+	pod.Spec.Resources = &res
+}
+
 // TestDefaultsPod compares defaults.Pod with the API server's defaulting of
-// a v1 Pod (pkg/apis/core/v1's defaulting functions registered in a
-// scheme, kubelet v1.36.3's default feature gates) on random pods: the two
-// results must be deeply equal, quantities' representation included.
+// a v1 Pod (apiServerDefaults, kubelet v1.37.2's default feature gates) on
+// random pods: the two results must be deeply equal, quantities'
+// representation included.
 func TestDefaultsPod(t *testing.T) {
 	scheme := runtime.NewScheme()
 	if err := k8scorev1.AddToScheme(scheme); err != nil {
@@ -148,7 +174,7 @@ func TestDefaultsPod(t *testing.T) {
 	for range n {
 		pod := randomPod(r)
 		want := pod.DeepCopy()
-		scheme.Default(want)
+		apiServerDefaults(t, scheme, want)
 		got := pod.DeepCopy()
 		defaults.Pod(got)
 		if reflect.DeepEqual(got, want) {

@@ -17,7 +17,8 @@
 //     kubelet's config readers and BasicDockerKeyring;
 //   - credentials.MakeKeyring with kubelet's secrets.MakeDockerKeyring;
 //   - defaults.Pod with the API server's defaulting of a v1 Pod
-//     (pkg/apis/core/v1 registered in a scheme);
+//     (pkg/apis/core/v1 registered in a scheme, then the registry's
+//     pod-level resources defaulting, podutil.DefaultPodLevelResources);
 //   - apistatus' ContainersReady, Ready and Initialized conditions with
 //     pkg/kubelet/status's generators, and PodStatus's
 //     PodReadyToStartContainers condition with
