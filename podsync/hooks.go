@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/podstart/podstart/images"
 	"github.com/podstart/podstart/runtime"
 )
 
@@ -53,7 +56,7 @@ func (s *Syncer) runHook(ctx context.Context, pod *corev1.Pod, c *corev1.Contain
 		}
 		return "", nil
 	case h.HTTPGet != nil:
-		if err := s.httpHook(ctx, c, h.HTTPGet, podIP); err != nil {
+		if err := s.httpHook(ctx, pod, c, h.HTTPGet, podIP); err != nil {
 			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v", h.HTTPGet.Path, c.Name, podName(pod), err), err
 		}
 		return "", nil
@@ -71,55 +74,147 @@ func (s *Syncer) runHook(ctx context.Context, pod *corev1.Pod, c *corev1.Contain
 	return err.Error(), err
 }
 
-func (s *Syncer) httpHook(ctx context.Context, c *corev1.Container, g *corev1.HTTPGetAction, podIP string) error {
+// lifecycleUserAgent is kubelet v1.37's User-Agent for HTTP lifecycle
+// hooks ("kube-lifecycle/<major>.<minor>"), sent unless the hook sets one.
+const lifecycleUserAgent = "kube-lifecycle/1.37"
+
+// maxHookBody is how much of a hook's answer is read (and thrown away) so
+// that the connection can be reused, as kubelet's maxRespBodyLength.
+const maxHookBody = 10 * 1024
+
+// EventLifecycleHTTPFallback is kubelet's reason for the Warning event on
+// a pod whose HTTPS hook was answered in plain HTTP and then succeeded
+// when asked again in HTTP.
+const EventLifecycleHTTPFallback = "LifecycleHTTPFallback"
+
+// httpHook is kubelet v1.37.2's runHTTPHandler: a GET built as
+// pkg/probe/http's NewRequestForHTTPGetAction (User-Agent
+// kube-lifecycle/1.37 and Accept */* unless given, a Host header sets the
+// request's host, a string port only a container port's name); the
+// answer's status is not looked at, only whether one came; an HTTPS hook
+// answered in plain HTTP is asked again in HTTP without its Authorization
+// header, and a Warning LifecycleHTTPFallback event says so.
+func (s *Syncer) httpHook(ctx context.Context, pod *corev1.Pod, c *corev1.Container, g *corev1.HTTPGetAction, podIP string) error {
 	host := g.Host
 	if host == "" {
 		host = podIP
 	}
 	if host == "" {
-		return errors.New("no host and no pod IP for the HTTP hook")
+		// As kubelet: the pod's IP from the runtime (a pre-stop hook is
+		// given none).
+		st, err := s.Status(ctx, pod)
+		if err != nil {
+			return fmt.Errorf("unable to get pod status, event handlers may be invalid: %w", err)
+		}
+		if len(st.IPs) == 0 {
+			return fmt.Errorf("failed to find networking container: pod %s has no IP", podName(pod))
+		}
+		host = st.IPs[0]
+	}
+	req, err := hookRequest(ctx, g, c, host)
+	if err != nil {
+		return err
+	}
+	resp, err := s.o.httpClient.Do(req)
+	discardBody(resp)
+	if isHTTPResponseError(err) {
+		retry := req.Clone(ctx)
+		retry.URL.Scheme = "http"
+		retry.Header.Del("Authorization")
+		resp, rerr := s.o.httpClient.Do(retry)
+		discardBody(resp)
+		if rerr == nil {
+			logFromContext(ctx).V(1).Info("HTTPS request to lifecycle hook got HTTP response, retried with HTTP", "pod", podName(pod), "host", retry.URL.Host)
+			s.o.recorder.Eventf(images.ContainerRef(pod, nil), corev1.EventTypeWarning, EventLifecycleHTTPFallback,
+				"request to HTTPS lifecycle hook %s got HTTP response, retry with HTTP succeeded", retry.URL.Host)
+			err = nil
+		}
+	}
+	return err
+}
+
+// hookRequest is kubelet's NewRequestForHTTPGetAction with the
+// "lifecycle" User-Agent.
+func hookRequest(ctx context.Context, g *corev1.HTTPGetAction, c *corev1.Container, host string) (*http.Request, error) {
+	scheme := strings.ToLower(string(g.Scheme))
+	if scheme == "" {
+		scheme = "http"
 	}
 	port, err := resolvePort(g.Port, c)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	scheme := "http"
-	if g.Scheme == corev1.URISchemeHTTPS {
-		scheme = "https"
+	// As kubelet's formatURL: a path that does not parse is sent as it is.
+	u, err := url.Parse(g.Path)
+	if err != nil {
+		u = &url.URL{Path: g.Path}
 	}
-	u := &url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(port)), Path: g.Path}
-	if u.Path == "" {
-		u.Path = "/"
-	}
+	u.Scheme = scheme
+	u.Host = net.JoinHostPort(host, strconv.Itoa(port))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	headers := make(http.Header, len(g.HTTPHeaders)+2)
 	for _, h := range g.HTTPHeaders {
-		req.Header.Add(h.Name, h.Value)
+		headers.Add(h.Name, h.Value)
 	}
-	resp, err := s.o.httpClient.Do(req)
-	if err != nil {
-		return err
+	if _, ok := headers["User-Agent"]; !ok {
+		headers.Set("User-Agent", lifecycleUserAgent)
 	}
-	resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode >= 400 {
-		return fmt.Errorf("HTTP status %d", resp.StatusCode)
+	if _, ok := headers["Accept"]; !ok {
+		headers.Set("Accept", "*/*")
+	} else if headers.Get("Accept") == "" {
+		headers.Del("Accept")
 	}
-	return nil
+	req.Header = headers
+	req.Host = headers.Get("Host")
+	return req, nil
 }
 
+// isHTTPResponseError: an HTTPS request answered in plain HTTP.
+func isHTTPResponseError(err error) bool {
+	var uerr *url.Error
+	if err == nil || !errors.As(err, &uerr) {
+		return false
+	}
+	return strings.Contains(uerr.Err.Error(), "server gave HTTP response to HTTPS client")
+}
+
+func discardBody(resp *http.Response) {
+	if resp == nil {
+		return
+	}
+	defer resp.Body.Close()
+	if resp.ContentLength <= maxHookBody {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxHookBody))
+	}
+}
+
+// resolvePort is kubelet v1.37's probe.ResolveContainerPort: a string
+// port is only the name of one of the container's ports (v1.37 dropped
+// the numeric fallback: "8080" names no port).
 func resolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
-	if p.Type == intstr.Int {
-		return p.IntValue(), nil
-	}
-	for _, cp := range c.Ports {
-		if cp.Name == p.StrVal {
-			return int(cp.ContainerPort), nil
+	port := -1
+	switch p.Type {
+	case intstr.Int:
+		port = p.IntValue()
+	case intstr.String:
+		found := false
+		for _, cp := range c.Ports {
+			if cp.Name == p.StrVal {
+				port, found = int(cp.ContainerPort), true
+				break
+			}
 		}
+		if !found {
+			return 0, fmt.Errorf("port %q not found", p.StrVal)
+		}
+	default:
+		return port, fmt.Errorf("intOrString had no kind: %+v", p)
 	}
-	if n, err := strconv.Atoi(p.StrVal); err == nil {
-		return n, nil
+	if port > 0 && port < 65536 {
+		return port, nil
 	}
-	return 0, fmt.Errorf("port %q not found in container %q", p.StrVal, c.Name)
+	return port, fmt.Errorf("invalid port number: %v", port)
 }
