@@ -330,7 +330,7 @@ func TestNodeAndLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := node.Status.NodeInfo.KubeletVersion; v != "v1.36.3-podstart" {
+	if v := node.Status.NodeInfo.KubeletVersion; v != "v1.37.2-podstart" {
 		t.Errorf("kubeletVersion %q", v)
 	}
 	if v := node.Status.NodeInfo.ContainerRuntimeVersion; v == "" {

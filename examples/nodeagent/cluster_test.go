@@ -42,7 +42,7 @@ func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
 	return c
 }
 
-// The agent against a real kube-apiserver v1.36.3 (test/cluster), with the
+// The agent against a real kube-apiserver v1.37.2 (test/cluster), with the
 // node's own credentials (Node authorizer, NodeRestriction): it registers
 // its Node and Lease, a pod bound to it by the API (admission applied: the
 // service account's kube-api-access volume included) reaches Running and

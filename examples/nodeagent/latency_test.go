@@ -32,7 +32,7 @@ import (
 	"github.com/podstart/podstart/test/kubeletrun"
 )
 
-// The agent and the real kubelet v1.36.3 joined to the same API server,
+// The agent and the real kubelet v1.37.2 joined to the same API server,
 // on the same containerd (each through a guarded proxy, so neither stops
 // the other's pods): the same pods reach Running and Ready on both, their
 // statuses as the API server holds them are equal field by field (after
@@ -161,7 +161,7 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 		slices.Sort(d)
 		return (d[n/2-1] + d[n/2]) / 2
 	}
-	t.Logf("pod start latency, creation to Ready as a watch sees it, median of %d pods each: podstart agent %v, kubelet v1.36.3 %v",
+	t.Logf("pod start latency, creation to Ready as a watch sees it, median of %d pods each: podstart agent %v, kubelet v1.37.2 %v",
 		n, median(agentNode).Round(time.Millisecond), median(kubeletNode).Round(time.Millisecond))
 
 	// Both delete their pods after graceful termination; nothing is left

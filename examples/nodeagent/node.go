@@ -13,7 +13,7 @@ import (
 	"github.com/podstart/podstart/nodestatus"
 )
 
-const kubeletVersion = "v1.36.3-podstart"
+const kubeletVersion = "v1.37.2-podstart"
 
 // newHeartbeat is the node's registration, status and Lease, all
 // nodestatus's; the agent supplies the API client and what it knows of

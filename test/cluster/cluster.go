@@ -1,5 +1,5 @@
 // Package cluster runs a real Kubernetes control plane for podstart's test
-// tiers: etcd and kube-apiserver v1.36.3 (built by build.sh into
+// tiers: etcd and kube-apiserver v1.37.2 (built by build.sh into
 // $PODSTART_E2E_DIR/bin), on loopback only, with certificates the test
 // generates. It uses the standard library alone; clients talk to the API
 // server with plain net/http or with the kubeconfig files it writes.

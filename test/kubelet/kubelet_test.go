@@ -1,5 +1,5 @@
 // Package kubelet is the tier that proves podstart against the real
-// kubelet: the same static pods are run by kubelet v1.36.3 and by podstart
+// kubelet: the same static pods are run by kubelet v1.37.2 and by podstart
 // on the test/e2e containerd, each through a recording CRI proxy, and their
 // RunPodSandbox and CreateContainer requests are compared field by field.
 //

@@ -82,9 +82,23 @@ func podTable(hostDir string) []podCase {
 			p.Spec.Overhead = rl("cpu", "10m", "memory", "8Mi")
 			p.Spec.Containers[0].Resources = corev1.ResourceRequirements{Limits: rl("cpu", "100m", "memory", "64Mi")}
 		})},
-		// No pod-level resources (spec.resources): kubelet v1.36.3 with
-		// cgroupsPerQOS false panics on them (nil pointer in
-		// doPodResizeAction), so they cannot be compared on this node.
+		// Pod-level resources (v1.37: PodLevelResourcesFixDefaulting and
+		// PodLevelResourcesFixKubeletQOSClass): a container without limits
+		// reads the pod's limits through resourceFieldRef, and an empty
+		// pod-level block does not decide the QoS class.
+		{name: "pod-level", pod: mkPod("pod-level", func(p *corev1.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("cpu", "100m", "memory", "64Mi"), Limits: rl("cpu", "200m", "memory", "128Mi")}
+			res := func(name, r string) corev1.EnvVar {
+				return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: r}}}
+			}
+			p.Spec.Containers[0].Env = []corev1.EnvVar{res("CPU_LIMIT", "limits.cpu"), res("MEM_LIMIT", "limits.memory"), res("CPU_REQUEST", "requests.cpu"), res("MEM_REQUEST", "requests.memory")}
+			p.Spec.Containers = append(p.Spec.Containers, sleeper("limited"))
+			p.Spec.Containers[1].Resources = corev1.ResourceRequirements{Requests: rl("cpu", "50m", "memory", "32Mi"), Limits: rl("cpu", "50m", "memory", "32Mi")}
+		})},
+		{name: "pod-level-empty", pod: mkPod("pod-level-empty", func(p *corev1.Pod) {
+			p.Spec.Resources = &corev1.ResourceRequirements{}
+			p.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: rl("cpu", "100m", "memory", "64Mi"), Limits: rl("cpu", "100m", "memory", "64Mi")}
+		})},
 		{name: "run-as", pod: mkPod("run-as", func(p *corev1.Pod) {
 			p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr(int64(1000)), RunAsGroup: ptr(int64(3000))}
 			p.Spec.Containers = append(p.Spec.Containers, sleeper("override"))
