@@ -81,6 +81,10 @@ func ContainerConfig(in Container, node Node) (*runtimeapi.ContainerConfig, erro
 			mounts[i] = cp
 		}
 	}
+	res, err := containerResources(pod, c, node)
+	if err != nil {
+		return nil, err
+	}
 	return &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(in.RestartCount)},
 		Image:       &runtimeapi.ImageSpec{Image: in.ImageRef, UserSpecifiedImage: c.Image},
@@ -97,7 +101,7 @@ func ContainerConfig(in Container, node Node) (*runtimeapi.ContainerConfig, erro
 		Tty:         c.TTY,
 		Envs:        kv,
 		Linux: &runtimeapi.LinuxContainerConfig{
-			Resources:       containerResources(pod, c, node),
+			Resources:       res,
 			SecurityContext: sc,
 		},
 	}, nil

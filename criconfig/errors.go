@@ -15,7 +15,17 @@ var (
 	// ErrRunAsNonRoot: runAsNonRoot is set and the container would run as
 	// root (or its image's user cannot be verified).
 	ErrRunAsNonRoot = errors.New("runAsNonRoot violated")
+	// ErrUnknownNodeFact: building the config needs a fact about the node
+	// that Node does not carry (its IPs, its allocatable resources), so a
+	// value kubelet would send cannot be known; the error names the fact
+	// and the pod field that needs it. FromHost fills what the host can
+	// tell; a caller can set the fields itself.
+	ErrUnknownNodeFact = errors.New("node fact unknown")
 )
+
+func unknownNodeFact(format string, args ...any) error {
+	return classErrorf(ErrUnknownNodeFact, format, args...)
+}
 
 // classError carries kubelet's message unchanged and matches its class
 // with errors.Is.

@@ -1,6 +1,8 @@
 package criconfig
 
 import (
+	"os"
+
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -77,6 +79,40 @@ type Node struct {
 	// SingleProcessOOMKill is kubelet's singleProcessOOMKill (cgroup v2
 	// only; default false: the kernel kills the whole container cgroup).
 	SingleProcessOOMKill bool
+	// MemoryQoS is kubelet's MemoryQoS feature gate (KEP-2570; beta and on
+	// by default since v1.37): nil or true sets memory.min and memory.low
+	// (and memory.high with a MemoryThrottlingFactor) in the Unified
+	// resources of containers on cgroup v2 nodes; false sends memory.high
+	// "max" there. cgroup v1 nodes get neither.
+	MemoryQoS *bool
+	// MemoryThrottlingFactor is kubelet's memoryThrottlingFactor (default
+	// nil: no memory.high is set).
+	MemoryThrottlingFactor *float64
+	// MemoryReservationPolicy is kubelet's memoryReservationPolicy:
+	// MemoryReservationNone (the default, also "") or
+	// MemoryReservationTiered.
+	MemoryReservationPolicy string
+	// PageSize is the node's memory page size in bytes, memory.high's unit
+	// (0: this process's, os.Getpagesize, as kubelet reads it).
+	PageSize int64
+}
+
+// kubelet's memoryReservationPolicy values.
+const (
+	// MemoryReservationNone: memory.min and memory.low are "0".
+	MemoryReservationNone = "None"
+	// MemoryReservationTiered: memory.min at the memory request for
+	// Guaranteed pods, memory.low for the others.
+	MemoryReservationTiered = "TieredReservation"
+)
+
+func (n Node) memoryQoS() bool { return n.MemoryQoS == nil || *n.MemoryQoS }
+
+func (n Node) pageSize() int64 {
+	if n.PageSize <= 0 {
+		return int64(os.Getpagesize())
+	}
+	return n.PageSize
 }
 
 func (n Node) rootDir() string {

@@ -2,6 +2,8 @@ package criconfig
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,9 +57,9 @@ func linuxResources(cpuRequest, cpuLimit, memoryLimit *resource.Quantity, node N
 
 // containerResources is kubelet's generateLinuxContainerResources: CPU and
 // memory (the pod-level limits where the container sets none), the OOM
-// score by QoS class, a limit for every huge page size of the node, and
-// kubelet's NoSwap swap setting.
-func containerResources(pod *corev1.Pod, c *corev1.Container, node Node) *runtimeapi.LinuxContainerResources {
+// score by QoS class, a limit for every huge page size of the node,
+// kubelet's NoSwap swap setting and, on cgroup v2, MemoryQoS.
+func containerResources(pod *corev1.Pod, c *corev1.Container, node Node) (*runtimeapi.LinuxContainerResources, error) {
 	var cpuRequest *resource.Quantity
 	if _, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
 		cpuRequest = c.Resources.Requests.Cpu()
@@ -76,22 +78,92 @@ func containerResources(pod *corev1.Pod, c *corev1.Container, node Node) *runtim
 	r.HugepageLimits = hugepageLimits(pod, c, node)
 	if node.SwapController {
 		if node.CgroupV2 {
-			if r.Unified == nil {
-				r.Unified = map[string]string{}
-			}
-			r.Unified["memory.swap.max"] = "0"
+			setUnified(r, "memory.swap.max", "0")
 		} else {
 			r.MemorySwapLimitInBytes = r.MemoryLimitInBytes
 		}
 	}
-	return r
+	if node.CgroupV2 {
+		if err := memoryQoS(r, pod, c, node); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func setUnified(r *runtimeapi.LinuxContainerResources, key, value string) {
+	if r.Unified == nil {
+		r.Unified = map[string]string{}
+	}
+	r.Unified[key] = value
+}
+
+// memoryQoS is the cgroup v2 part of kubelet v1.37's
+// generateLinuxContainerResources (KEP-2570, MemoryQoS beta and on by
+// default). With MemoryQoS on: memory.min or memory.low at the memory
+// request under the TieredReservation policy (Guaranteed pods min,
+// others low), both "0" otherwise (the None policy, kubelet's default, or
+// no request); memory.high only with a throttling factor, for a container
+// whose request differs from its limit (or has no request), at
+// request + factor × (limit or node allocatable memory − request),
+// rounded down to a page, when above the request; none when the
+// container has no memory limit but the pod has a pod-level one (the pod
+// cgroup throttles). With MemoryQoS off: memory.high "max", which clears a
+// throttle left from when it was on.
+func memoryQoS(r *runtimeapi.LinuxContainerResources, pod *corev1.Pod, c *corev1.Container, node Node) error {
+	if !node.memoryQoS() {
+		setUnified(r, "memory.high", "max")
+		return nil
+	}
+	request := c.Resources.Requests.Memory().Value()
+	limit := c.Resources.Limits.Memory().Value()
+	switch node.MemoryReservationPolicy {
+	case "", MemoryReservationNone, MemoryReservationTiered:
+	default:
+		return unsupported("Node.MemoryReservationPolicy %q: kubelet knows %q and %q", node.MemoryReservationPolicy, MemoryReservationNone, MemoryReservationTiered)
+	}
+	switch {
+	case request == 0 || node.MemoryReservationPolicy != MemoryReservationTiered:
+		setUnified(r, "memory.min", "0")
+		setUnified(r, "memory.low", "0")
+	case QOSClass(pod) == corev1.PodQOSGuaranteed:
+		setUnified(r, "memory.min", strconv.FormatInt(request, 10))
+	default:
+		setUnified(r, "memory.low", strconv.FormatInt(request, 10))
+	}
+	factor := node.MemoryThrottlingFactor
+	if factor == nil || request == limit && request != 0 {
+		return nil
+	}
+	if limit == 0 && resourcehelper.IsPodLevelResourcesSet(pod) && !pod.Spec.Resources.Limits.Memory().IsZero() {
+		return nil
+	}
+	ceiling := limit
+	if ceiling == 0 {
+		alloc, ok := node.Allocatable[corev1.ResourceMemory]
+		if !ok || alloc.Value() <= 0 {
+			return unknownNodeFact("node allocatable memory (Node.Allocatable), for memory.high of container %q (MemoryQoS with a memoryThrottlingFactor)", c.Name)
+		}
+		ceiling = alloc.Value()
+	}
+	page := node.pageSize()
+	high := int64(math.Floor(float64(request)+(float64(ceiling)-float64(request))*(*factor))/float64(page)) * page
+	if high != 0 && high > request {
+		setUnified(r, "memory.high", strconv.FormatInt(high, 10))
+	}
+	return nil
 }
 
 // ContainerResources is what kubelet's generateContainerResources gives
 // a container on Linux: the Linux.Resources of its CreateContainer config,
-// and what an in-place resize sends with UpdateContainerResources.
-func ContainerResources(pod *corev1.Pod, c *corev1.Container, node Node) *runtimeapi.ContainerResources {
-	return &runtimeapi.ContainerResources{Linux: containerResources(pod, c, node)}
+// and what an in-place resize sends with UpdateContainerResources
+// (MemoryQoS included, as kubelet sends it on both).
+func ContainerResources(pod *corev1.Pod, c *corev1.Container, node Node) (*runtimeapi.ContainerResources, error) {
+	r, err := containerResources(pod, c, node)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ContainerResources{Linux: r}, nil
 }
 
 // hugepageLimits is kubelet's GetHugepageLimitsFromResources: every page

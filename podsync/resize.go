@@ -192,7 +192,11 @@ func (s *Syncer) resize(ctx context.Context, pod *corev1.Pod, a Actions, sr *Syn
 				next.CPULimit, next.CPURequest = u.Desired.CPULimit, u.Desired.CPURequest
 			}
 			c := withResources(u.Container, next)
-			res := criconfig.ContainerResources(pod, c, s.o.node)
+			res, err := criconfig.ContainerResources(pod, c, s.o.node)
+			if err != nil {
+				fail(fmt.Errorf("update %s of container %q: %w", name, u.Name, err))
+				return
+			}
 			if err := runtime.Classify(ru.UpdateContainerResources(ctx, u.ID, res)); err != nil {
 				fail(fmt.Errorf("update %s of container %q: %w", name, u.Name, err))
 				return
