@@ -195,29 +195,50 @@ func TestInitializedCondition(t *testing.T) {
 	}
 }
 
-// TestReadyToStartContainersCondition is kubelet v1.36.3's
+// TestReadyToStartContainersCondition is kubelet v1.37.2's
 // TestGeneratePodReadyToStartContainersCondition, through PodStatus (the
-// condition is built there).
+// condition is built there): False with reason PodSandboxNotReady and
+// kubelet's message for why a new sandbox is needed.
 func TestReadyToStartContainersCondition(t *testing.T) {
 	t.Parallel()
+	meta := func(attempt uint32) *runtimeapi.PodSandboxMetadata {
+		return &runtimeapi.PodSandboxMetadata{Attempt: attempt}
+	}
+	ip := func(ip string) *runtimeapi.PodSandboxNetworkStatus {
+		return &runtimeapi.PodSandboxNetworkStatus{Ip: ip}
+	}
+	ready := runtimeapi.PodSandboxState_SANDBOX_READY
 	cases := []struct {
-		name      string
-		sandboxes []*runtimeapi.PodSandboxStatus
-		want      corev1.ConditionStatus
+		name        string
+		hostNetwork bool
+		sandboxes   []*runtimeapi.PodSandboxStatus
+		want        corev1.ConditionStatus
+		message     string
 	}{
-		{"empty pod status", nil, corev1.ConditionFalse},
-		{"sandbox not ready", []*runtimeapi.PodSandboxStatus{{Metadata: &runtimeapi.PodSandboxMetadata{}, State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY}}, corev1.ConditionFalse},
-		{"sandbox ready, no IP", []*runtimeapi.PodSandboxStatus{{Network: &runtimeapi.PodSandboxNetworkStatus{}, Metadata: &runtimeapi.PodSandboxMetadata{},
-			State: runtimeapi.PodSandboxState_SANDBOX_READY}}, corev1.ConditionFalse},
-		{"sandbox ready with IP", []*runtimeapi.PodSandboxStatus{{Network: &runtimeapi.PodSandboxNetworkStatus{Ip: "10.0.0.10"}, Metadata: &runtimeapi.PodSandboxMetadata{},
-			State: runtimeapi.PodSandboxState_SANDBOX_READY}}, corev1.ConditionTrue},
+		{"empty pod status", false, nil, corev1.ConditionFalse, podsync.SandboxMessageNone},
+		{"sandbox not ready", false, []*runtimeapi.PodSandboxStatus{{Metadata: meta(0), State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY}},
+			corev1.ConditionFalse, podsync.SandboxMessageNotReady},
+		{"multiple ready sandboxes", false, []*runtimeapi.PodSandboxStatus{
+			{Network: ip("10.0.0.10"), Metadata: meta(1), State: ready},
+			{Network: ip("10.0.0.11"), Metadata: meta(0), State: ready}}, corev1.ConditionFalse, podsync.SandboxMessageMultiple},
+		{"ready, network namespace mode changed", true, []*runtimeapi.PodSandboxStatus{{Network: ip("10.0.0.10"), Metadata: meta(0), State: ready,
+			Linux: &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{Options: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD}}}}},
+			corev1.ConditionFalse, podsync.SandboxMessageNetworkNamespace},
+		{"sandbox ready, no IP", false, []*runtimeapi.PodSandboxStatus{{Network: ip(""), Metadata: meta(0), State: ready}},
+			corev1.ConditionFalse, podsync.SandboxMessageNoIP},
+		{"sandbox ready with IP", false, []*runtimeapi.PodSandboxStatus{{Network: ip("10.0.0.10"), Metadata: meta(0), State: ready}},
+			corev1.ConditionTrue, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			pod := &corev1.Pod{}
+			pod := &corev1.Pod{Spec: corev1.PodSpec{HostNetwork: c.hostNetwork}}
 			s := apistatus.PodStatus(apistatus.Input{Pod: pod, Status: &podsync.PodStatus{SandboxStatuses: c.sandboxes}, Now: genNow})
-			if got := cond(s, corev1.PodReadyToStartContainers); got.Status != c.want {
-				t.Fatalf("PodReadyToStartContainers %q, want %q", got.Status, c.want)
+			reason := ""
+			if c.want == corev1.ConditionFalse {
+				reason = apistatus.PodSandboxNotReady
+			}
+			if got := cond(s, corev1.PodReadyToStartContainers); got.Status != c.want || got.Reason != reason || got.Message != c.message {
+				t.Fatalf("PodReadyToStartContainers %q %q %q, want %q %q %q", got.Status, got.Reason, got.Message, c.want, reason, c.message)
 			}
 		})
 	}

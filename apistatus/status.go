@@ -32,6 +32,10 @@ const (
 	ContainersNotReady       = "ContainersNotReady"
 	ContainersNotInitialized = "ContainersNotInitialized"
 	ReadinessGatesNotReady   = "ReadinessGatesNotReady"
+	// PodSandboxNotReady is PodReadyToStartContainers' reason when it is
+	// False (v1.37); its message is one of podsync's SandboxMessage
+	// constants.
+	PodSandboxNotReady = "PodSandboxNotReady"
 )
 
 // Kubelet's limit on all termination messages of one pod together.
@@ -235,10 +239,10 @@ func PodStatus(in Input) corev1.PodStatus {
 	if cond := findCondition(old.Conditions, corev1.DisruptionTarget); cond != nil {
 		s.Conditions = replaceOrAppend(s.Conditions, *cond)
 	}
-	needSandbox, _, _, _ := podsync.SandboxChanged(pod, rs)
+	needSandbox, _, _, why := podsync.SandboxChanged(pod, rs)
 	ready := corev1.PodCondition{Type: corev1.PodReadyToStartContainers, ObservedGeneration: gen, Status: corev1.ConditionTrue}
 	if needSandbox {
-		ready.Status = corev1.ConditionFalse
+		ready.Status, ready.Reason, ready.Message = corev1.ConditionFalse, PodSandboxNotReady, why
 	}
 	allStatuses := append(append([]corev1.ContainerStatus{}, s.InitContainerStatuses...), s.ContainerStatuses...)
 	s.Conditions = append(s.Conditions, ready,

@@ -105,7 +105,7 @@ func TestStatusThroughAPodsLife(t *testing.T) {
 		t.Fatalf("app before init: %+v", s.ContainerStatuses[0].State)
 	}
 	want := map[corev1.PodConditionType][3]string{
-		corev1.PodReadyToStartContainers: {"False", "", ""},
+		corev1.PodReadyToStartContainers: {"False", "PodSandboxNotReady", "no pod sandbox exists"},
 		corev1.PodInitialized:            {"False", "ContainersNotInitialized", "containers with incomplete status: [init-db]"},
 		corev1.PodReady:                  {"False", "ContainersNotReady", "containers with unready status: [app]"},
 		corev1.ContainersReady:           {"False", "ContainersNotReady", "containers with unready status: [app]"},

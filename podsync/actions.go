@@ -105,12 +105,23 @@ func IsRestartableInitContainer(c *corev1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
+// Why a pod needs a new sandbox: kubelet's messages (pkg/kubelet/types,
+// v1.37), which SandboxChanged returns and the PodReadyToStartContainers
+// condition carries when it is False.
+const (
+	SandboxMessageNone             = "no pod sandbox exists"
+	SandboxMessageMultiple         = "multiple pod sandboxes are ready and need to be reconciled"
+	SandboxMessageNotReady         = "pod sandbox is not ready"
+	SandboxMessageNetworkNamespace = "network namespace mode changed and sandbox needs to be recreated"
+	SandboxMessageNoIP             = "pod sandbox has no IP address"
+)
+
 // SandboxChanged is kubelet's PodSandboxChanged: whether the pod needs a
 // new sandbox, the attempt to use, the sandbox to start containers in, and
-// (beyond kubelet) why.
+// why, one of the SandboxMessage constants (empty when nothing changed).
 func SandboxChanged(pod *corev1.Pod, status *PodStatus) (changed bool, attempt uint32, sandboxID, reason string) {
 	if status == nil || len(status.SandboxStatuses) == 0 {
-		return true, 0, "", "the pod has no sandbox"
+		return true, 0, "", SandboxMessageNone
 	}
 	ready := 0
 	for _, s := range status.SandboxStatuses {
@@ -124,19 +135,19 @@ func SandboxChanged(pod *corev1.Pod, status *PodStatus) (changed bool, attempt u
 	newest := status.SandboxStatuses[0]
 	switch {
 	case ready > 1:
-		return true, attempt + 1, newest.GetId(), fmt.Sprintf("the pod has %d ready sandboxes", ready)
+		return true, attempt + 1, newest.GetId(), SandboxMessageMultiple
 	case newest.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY:
-		return true, attempt + 1, newest.GetId(), fmt.Sprintf("sandbox %.12s is not ready", newest.GetId())
+		return true, attempt + 1, newest.GetId(), SandboxMessageNotReady
 	}
 	want := runtimeapi.NamespaceMode_POD
 	if pod.Spec.HostNetwork {
 		want = runtimeapi.NamespaceMode_NODE
 	}
 	if got := newest.GetLinux().GetNamespaces().GetOptions().GetNetwork(); got != want {
-		return true, attempt + 1, "", fmt.Sprintf("sandbox %.12s network namespace is %s, the pod wants %s", newest.GetId(), got, want)
+		return true, attempt + 1, "", SandboxMessageNetworkNamespace
 	}
 	if !pod.Spec.HostNetwork && newest.GetNetwork() != nil && newest.GetNetwork().GetIp() == "" {
-		return true, attempt + 1, newest.GetId(), fmt.Sprintf("sandbox %.12s has no IP", newest.GetId())
+		return true, attempt + 1, newest.GetId(), SandboxMessageNoIP
 	}
 	return false, attempt, newest.GetId(), ""
 }

@@ -415,7 +415,7 @@ func TestActionsString(t *testing.T) {
 		t.Errorf("String() = %q", s)
 	}
 	a = ComputePodActions(pod, statusOf(nil), nil)
-	if s := a.String(); s != "create sandbox attempt 0 (the pod has no sandbox); start init [init1]" {
+	if s := a.String(); s != "create sandbox attempt 0 (no pod sandbox exists); start init [init1]" {
 		t.Errorf("String() = %q", s)
 	}
 	changed := running("foo2")
