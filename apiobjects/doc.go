@@ -9,6 +9,11 @@
 //     through a symlink below <root>;
 //   - service account tokens for projected volumes, requested and renewed
 //     as kubelet's token manager does;
+//   - pod certificates for podCertificate projections (GA and on in
+//     v1.37): a key of the projection's type made on the node, a
+//     PodCertificateRequest to its signer, the issued chain, renewed from
+//     beginRefreshAt, as kubelet's pod certificate manager does
+//     (PodCertificates, over a PodCertificateClient);
 //   - environment values and envFrom sources from Secrets and ConfigMaps
 //     (a podsync.EnvResolver), with kubelet's optional and missing-key rules
 //     and messages, and the service variables kubelet adds from Services
@@ -45,10 +50,21 @@
 //     once with a throw-away mount. Kubelet knows that a volume is set up
 //     from a ready file in its plugins directory; podstart from the mount
 //     itself (a tmpfs at the volume's path).
-//   - clusterTrustBundle and podCertificate projections are refused
-//     (ErrProjectionNotSupported): they need kubelet's managers of those
-//     API objects. Volume types other than these four, hostPath and
-//     emptyDir are refused by name (podsync.ErrVolumeNotSupported).
+//   - Volume types other than these four, hostPath and emptyDir are
+//     refused by name (podsync.ErrVolumeNotSupported).
+//   - PodCertificates reads a pending PodCertificateRequest with a GET
+//     (at each setup of the volume and at each Run interval, 10 s by
+//     default) where kubelet watches them through an informer; its node
+//     UID is given once (kubelet reads its Node from a cache). A
+//     certificate issued or renewed reaches the volume at the pod's next
+//     sync (WithPodCertificateNotify asks for one); kubelet's volume
+//     manager remounts periodically. The Denied and Failed events carry
+//     their message as text (kubelet passes the condition's reason as the
+//     format, so its events read as the reason and fmt's EXTRA noise).
+//     No metrics (kubelet reports states per signer). Without a manager
+//     (WithPodCertificates) the projection fails with
+//     ErrNoPodCertificateClient; kubelet's standalone manager says
+//     "unimplemented".
 //   - A failed chown or chmod for fsGroup fails the volume; kubelet logs
 //     it and mounts the volume without the group.
 //   - The payload builders refuse a defaultMode or item mode outside

@@ -31,8 +31,8 @@ var (
 	// does not have, and the reference is not optional.
 	ErrVolumeKeyMissing = errors.New("volume item references a missing key")
 	// ErrProjectionNotSupported: a projected volume source podstart cannot
-	// serve (podCertificate needs kubelet's manager of those API
-	// objects); the volume is refused, not set up without it.
+	// serve; the volume is refused, not set up without it. Every source of
+	// v1.37 is served now: it is kept for callers that match it.
 	ErrProjectionNotSupported = errors.New("projected volume source not supported by podstart")
 	// ErrInvalidMode: a defaultMode or an item's mode outside 0–0777
 	// (octal), which the API server refuses. It is refused here too,
@@ -353,6 +353,9 @@ type Projection struct {
 	// TrustBundles serves clusterTrustBundle sources; nil fails them
 	// (ErrNoClusterTrustBundles).
 	TrustBundles ClusterTrustBundleSource
+	// PodCertificates serves podCertificate sources; nil fails them
+	// (ErrNoPodCertificateClient).
+	PodCertificates *PodCertificates
 	// FsUser and FsGroup are the pod's (FsUser(pod), its fsGroup): with
 	// either, a token is written 0600 (fsGroup ownership then adds group
 	// read), owned by FsUser.
@@ -367,9 +370,9 @@ type Projection struct {
 // missing optional Secret or ConfigMap read as an empty one, each
 // source's error collected and all reported, aggregated as kubelet does.
 // clusterTrustBundle sources are ClusterTrustBundlePayload's, written
-// as tokens are. podCertificate sources are refused
-// (ErrProjectionNotSupported) by name. A defaultMode or item mode outside
-// 0–0777 is refused (ErrInvalidMode, naming sources[i]...) before any
+// as tokens are. podCertificate sources are PodCertificates' key and
+// chain, written as tokens are (PodCertificatePayload). A defaultMode or
+// item mode outside 0–0777 is refused (ErrInvalidMode, naming sources[i]...) before any
 // object or token is fetched.
 func ProjectedPayload(ctx context.Context, p Projection) (map[string]mounts.File, error) {
 	src := p.Source
@@ -400,7 +403,7 @@ func ProjectedPayload(ctx context.Context, p Projection) (map[string]mounts.File
 	if p.FsUser != nil || p.FsGroup != nil {
 		privateMode = 0o600
 	}
-	for _, s := range src.Sources {
+	for i, s := range src.Sources {
 		switch {
 		case s.Secret != nil:
 			optional := s.Secret.Optional != nil && *s.Secret.Optional
@@ -454,7 +457,7 @@ func ProjectedPayload(ctx context.Context, p Projection) (map[string]mounts.File
 			}
 			out[s.ClusterTrustBundle.Path] = mounts.File{Data: data, Mode: fs.FileMode(privateMode), FsUser: p.FsUser}
 		case s.PodCertificate != nil:
-			errs = append(errs, fmt.Errorf("podCertificate source (signer %q): %w", s.PodCertificate.SignerName, ErrProjectionNotSupported))
+			merge(PodCertificatePayload(ctx, p.PodCertificates, p.Pod, p.VolumeName, i, s.PodCertificate, fs.FileMode(privateMode), p.FsUser))
 		}
 	}
 	if err := utilerrors.NewAggregate(errs); err != nil {

@@ -408,11 +408,11 @@ func TestProjectedPayloadSources(t *testing.T) {
 	))
 	const wantErr = `[secret "gone" not found, configmap references non-existent config key: nokey, ` +
 		`ClusterTrustBundle projection is not supported in static kubelet mode, ` +
-		`podCertificate source (signer "example.com/s"): projected volume source not supported by podstart]`
+		`podCertificate source (signer "example.com/s"): podCertificate projections need a PodCertificates manager with an API client]`
 	if err == nil || err.Error() != wantErr {
 		t.Fatalf("err = %v\nwant %s", err, wantErr)
 	}
-	if !errors.Is(err, ErrProjectionNotSupported) || !errors.Is(err, ErrVolumeKeyMissing) || !errors.Is(err, ErrNoClusterTrustBundles) {
+	if !errors.Is(err, ErrNoPodCertificateClient) || !errors.Is(err, ErrVolumeKeyMissing) || !errors.Is(err, ErrNoClusterTrustBundles) {
 		t.Errorf("%v: classes not matched", err)
 	}
 

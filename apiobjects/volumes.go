@@ -49,6 +49,7 @@ type Volumes struct {
 	rootDir     string
 	tokens      *Tokens
 	bundles     ClusterTrustBundleSource
+	certs       *PodCertificates
 	recorder    EventRecorder
 	allocatable corev1.ResourceList
 	mounter     mounts.Mounter
@@ -76,6 +77,13 @@ func WithTokenRequester(r TokenRequester) VolumeOption {
 // (ErrNoClusterTrustBundles).
 func WithClusterTrustBundles(s ClusterTrustBundleSource) VolumeOption {
 	return func(v *Volumes) { v.bundles = s }
+}
+
+// WithPodCertificates sets the pod certificate manager for podCertificate
+// projections. Without it, a pod with such a projection fails to mount it
+// (ErrNoPodCertificateClient).
+func WithPodCertificates(m *PodCertificates) VolumeOption {
+	return func(v *Volumes) { v.certs = m }
 }
 
 // WithEventRecorder sets where kubelet's FailedMount events go (default:
@@ -187,7 +195,7 @@ func (v *Volumes) volume(ctx context.Context, pod *corev1.Pod, vol corev1.Volume
 	case vol.Projected != nil:
 		plugin = projectedPluginDir
 		files, err = ProjectedPayload(ctx, Projection{
-			Pod: pod, VolumeName: vol.Name, Source: vol.Projected, Objects: v.src, Tokens: v.tokens, TrustBundles: v.bundles,
+			Pod: pod, VolumeName: vol.Name, Source: vol.Projected, Objects: v.src, Tokens: v.tokens, TrustBundles: v.bundles, PodCertificates: v.certs,
 			FsUser: FsUser(pod), FsGroup: fsGroup, NodeAllocatable: v.allocatable,
 		})
 	case vol.HostPath != nil, vol.EmptyDir != nil:
@@ -213,13 +221,15 @@ func (v *Volumes) volume(ctx context.Context, pod *corev1.Pod, vol corev1.Volume
 	return mounts.Volume{HostPath: dir, ReadOnly: true, SELinuxRelabel: true}, nil
 }
 
-// ForgetPod drops the pod's cached service account tokens, as kubelet
-// does when it tears down the pod's projected volumes. The pod's
-// directory is its garbage collector's.
+// ForgetPod drops the pod's cached service account tokens and its pod
+// certificates, as kubelet does when it tears down the pod's projected
+// volumes and forgets the pod. The pod's directory is its garbage
+// collector's.
 func (v *Volumes) ForgetPod(uid types.UID) {
 	if v.tokens != nil {
 		v.tokens.DeleteServiceAccountToken(uid)
 	}
+	v.certs.ForgetPod(uid)
 }
 
 func (v *Volumes) secretPayload(ctx context.Context, pod *corev1.Pod, s *corev1.SecretVolumeSource) (map[string]mounts.File, error) {

@@ -251,7 +251,7 @@ func TestVolumesRefused(t *testing.T) {
 	pod = volumePod(corev1.Volume{Name: "certs", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: ptr.To[int32](0o644),
 		Sources: []corev1.VolumeProjection{{PodCertificate: &corev1.PodCertificateProjection{SignerName: "example.com/s", KeyType: "ED25519", CredentialBundlePath: "cred.pem"}}}}}})
 	_, err = NewVolumes(src, root, WithMounter(fakemount.New())).Volumes(context.Background(), pod)
-	if !errors.Is(err, ErrProjectionNotSupported) || !strings.Contains(err.Error(), "podCertificate") {
+	if !errors.Is(err, ErrNoPodCertificateClient) || !strings.Contains(err.Error(), "podCertificate") {
 		t.Fatalf("err = %v", err)
 	}
 }
