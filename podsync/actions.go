@@ -152,6 +152,18 @@ func SandboxChanged(pod *corev1.Pod, status *PodStatus) (changed bool, attempt u
 	return false, attempt, newest.GetId(), ""
 }
 
+// activeStatus is kubelet's FindActiveContainerStatusByName: the newest
+// instance of the named container in the current sandbox (or whose
+// sandbox is unknown), or nil.
+func activeStatus(status *PodStatus, name, sandboxID string) *ContainerStatus {
+	for _, c := range status.ContainerStatuses {
+		if c.Name == name && (c.SandboxID == "" || c.SandboxID == sandboxID) {
+			return c
+		}
+	}
+	return nil
+}
+
 // isInitContainerFailed: OOMKilled (whatever the code), exited non-zero, or
 // unknown.
 func isInitContainerFailed(s *ContainerStatus) bool {
@@ -324,18 +336,18 @@ func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, probes Prob
 	if len(inits) == 0 {
 		return true
 	}
-	// A regular container created or running means the init containers
-	// ran, even if the runtime has since removed them. Kubelet does not
-	// count exited ones, since after a reboot everything is exited and a
-	// new sandbox must initialise again; but then an app container that
-	// crashed beside a running sidecar is never restarted
-	// (kubernetes#136969). An exited container known to have run in the
-	// current sandbox does count here.
+	// Kubelet v1.37 looks only at the instances of the current sandbox
+	// (ActiveContainerStatuses): an app container of this sandbox, in any
+	// state, means the init containers ran, even if the runtime has since
+	// removed them; an init container that ran in an old sandbox does not
+	// count. An instance whose sandbox is unknown (SandboxID empty, a
+	// status built by hand) counts as the current sandbox's, and then, as
+	// before v1.37, only a created or running app container proves
+	// initialisation (after a reboot every old instance is exited).
 	initialized := false
 	for i := range pod.Spec.Containers {
-		s := status.FindContainerStatusByName(pod.Spec.Containers[i].Name)
-		if s != nil && (s.State == ContainerStateCreated || s.State == ContainerStateRunning ||
-			s.State == ContainerStateExited && s.SandboxID != "" && s.SandboxID == a.SandboxID) {
+		s := activeStatus(status, pod.Spec.Containers[i].Name, a.SandboxID)
+		if s != nil && (s.SandboxID != "" || s.State == ContainerStateCreated || s.State == ContainerStateRunning) {
 			initialized = true
 			break
 		}
@@ -345,7 +357,7 @@ func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, probes Prob
 	var toStart []int
 	for i := len(inits) - 1; i >= 0; i-- {
 		c := &inits[i]
-		s := status.FindContainerStatusByName(c.Name)
+		s := activeStatus(status, c.Name, a.SandboxID)
 		sidecar := IsRestartableInitContainer(c)
 		if s == nil {
 			if previouslyInitialized && sidecar {

@@ -388,9 +388,11 @@ func TestSidecarActions(t *testing.T) {
 
 // TestCrashedAppBesideSidecar: the scenario of kubernetes#136969. With the
 // regular init container garbage-collected and every app container
-// crashed, kubelet re-runs the init container instead of restarting the
-// apps. Knowing the containers ran in the current sandbox, podstart
-// restarts the apps; without that knowledge it behaves as kubelet.
+// crashed, kubelet v1.36 re-ran the init container instead of restarting
+// the apps. Kubelet v1.37 looks at the current sandbox's instances only
+// (ActiveContainerStatuses), where an exited app container proves
+// initialisation; podstart knows an instance's sandbox from
+// ContainerStatus.SandboxID, and without it behaves as kubelet v1.36.
 func TestCrashedAppBesideSidecar(t *testing.T) {
 	t.Parallel()
 	pod := initPod(true, false)
@@ -400,11 +402,45 @@ func TestCrashedAppBesideSidecar(t *testing.T) {
 		c.SandboxID = "sb0"
 	}
 	check(t, ComputePodActions(pod, st, nil), want{sandboxID: "sb0", start: []int{0, 1}})
-	// Statuses from an older sandbox still do not count (kubernetes#120269).
+	// Instances of an older sandbox are not the pod's current ones
+	// (kubernetes#120269): initialisation starts over, from the sidecar.
 	for _, c := range st.ContainerStatuses {
 		c.SandboxID = "old"
 	}
-	check(t, ComputePodActions(pod, st, nil), want{sandboxID: "sb0", init: []int{1}})
+	check(t, ComputePodActions(pod, st, nil), want{sandboxID: "sb0", init: []int{0}})
+}
+
+// TestInitializedInCurrentSandbox holds kubelet v1.37.2's
+// TestComputePodActionsWithInitContainers and ...WithRestartableInitContainers
+// cases on a stale main container, and the reason for the change: init
+// containers that completed in an old sandbox do not initialise the new one.
+func TestInitializedInCurrentSandbox(t *testing.T) {
+	t.Parallel()
+	in := func(sandbox string, s *ContainerStatus) *ContainerStatus { s.SandboxID = sandbox; return s }
+	mixed := initPod(true, false, true)
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		st   *PodStatus
+		want want
+	}{
+		{"stale main container from a previous sandbox must not mark pod as initialized", initPod(false, false),
+			statusOf(ready(), in("old", created("foo1"))), want{sandboxID: "sb0", init: []int{0}}},
+		{"stale main container with mixed restartable and non-restartable init containers; start the first one", mixed,
+			statusOf(ready(), in("old", created("foo1"))), want{sandboxID: "sb0", init: []int{0}}},
+		{"init containers completed in the old sandbox: start the first again", initPod(false, false),
+			statusOf(ready(), in("old", exited("foo1", 137)), in("old", exited("init2", 0)), in("old", exited("init1", 0))), want{sandboxID: "sb0", init: []int{0}}},
+		{"first init done in this sandbox, the last only in the old one: the second next", initPod(false, false),
+			statusOf(ready(), in("sb0", exited("init1", 0)), in("old", exited("init2", 0)), in("old", exited("init1", 0))), want{sandboxID: "sb0", init: []int{1}}},
+		{"all done in this sandbox: apps start", initPod(false, false),
+			statusOf(ready(), in("sb0", exited("init2", 0)), in("sb0", exited("init1", 0)), in("old", exited("foo1", 0))), want{sandboxID: "sb0", start: []int{0, 1}}},
+		{"an app container of this sandbox, exited, inits removed: initialised, restart apps", initPod(false, false),
+			statusOf(ready(), in("sb0", exited("foo1", 1)), in("sb0", exited("foo2", 1))), want{sandboxID: "sb0", start: []int{0, 1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			check(t, ComputePodActions(tc.pod, tc.st, nil), tc.want)
+		})
+	}
 }
 
 func TestActionsString(t *testing.T) {

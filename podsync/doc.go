@@ -1,21 +1,28 @@
 // Package podsync decides what to do with a pod and does it.
 //
-// ComputePodActions is kubelet's computePodActions (v1.33–v1.35) as a pure
-// function of the pod, what the runtime reports (PodStatus) and the probe
-// results:
+// ComputePodActions is kubelet's computePodActions (checked against
+// v1.37.2) as a pure function of the pod, what the runtime reports
+// (PodStatus) and the probe results:
 //
 //   - Sandbox: none, several ready, the newest not ready, a changed network
 //     namespace (sandbox ID then ""), or no IP for a pod-network pod means a
 //     new sandbox with attempt max+1; otherwise attempt stays at the
 //     maximum. Under restartPolicy Never a sandbox is not recreated once
 //     containers ran; under OnFailure not when every container succeeded.
+//     The reason is kubelet's message (SandboxMessageNone, ...), which
+//     apistatus puts in the PodReadyToStartContainers condition.
 //   - Init containers run strictly one at a time, in order; a failed one
 //     (exit non-zero, OOMKilled whatever the code, or unknown) is retried,
 //     or under Never the pod is killed; one stuck in created is started
 //     again; app containers start only after the last init container is
 //     done. Sidecars (restartPolicy: Always) count as done once started and
 //     past their startup probe, and are restarted even under Never until
-//     every app container has finished.
+//     every app container has finished. As in kubelet v1.37, only the
+//     current sandbox's instances count (ActiveContainerStatuses): init
+//     containers that completed in an old sandbox run again in a new one,
+//     and an app container of the current sandbox, in any state, proves
+//     the pod initialised even when the runtime has removed the init
+//     containers (which fixed kubernetes#136969).
 //   - App containers: started when absent, restarted per restart policy,
 //     killed and restarted on a hash change (even under Never) or a
 //     liveness or startup failure; unknown ones are killed before restart.
@@ -84,13 +91,16 @@
 // policy is OnFailure. As in kubelet, whether a sandbox is recreated at
 // all still follows the pod's restartPolicy.
 // A RestartAllContainers rule is refused (criconfig.ErrUnsupported), not
-// carried out as a single restart. Kubelet cannot tell whether an exited app
-// container ran in the current sandbox, so with a sidecar running and
-// every app container crashed it may re-run init containers instead of
-// restarting the apps (kubernetes#136969); when ContainerStatus.SandboxID
-// is set (Syncer.Status sets it), an app container that exited in the
-// current sandbox counts as proof of initialisation. Without it the
-// behaviour is kubelet's.
+// carried out as a single restart. The current sandbox's instances are
+// those whose ContainerStatus.SandboxID is the newest, ready sandbox's
+// (Syncer.Status sets it); an instance with no SandboxID (a PodStatus
+// built by hand) counts as the current sandbox's, and then, as in kubelet
+// v1.36, only a created or running app container proves initialisation.
+//
+// SyncPod's order is kubelet v1.37's: kill, create the sandbox, resize
+// running containers in place, then build the sandbox config (only when a
+// container is to start: a config error fails the sync only then) and
+// start ephemeral, init and app containers.
 //
 // In-place resize (GA in v1.35) is kubelet's for containers: a running
 // app container, sidecar or init container whose CPU or memory differs

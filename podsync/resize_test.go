@@ -3,6 +3,7 @@ package podsync_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -235,8 +236,10 @@ func TestResizeRecordRemovedWithPod(t *testing.T) {
 }
 
 // A sandbox config that cannot be made for a pod whose sandbox exists
-// fails the sync as kubelet v1.36 does: SyncError "GeneratePodSandboxConfig
-// for pod ... failed", no ConfigPodSandbox step.
+// fails the sync as kubelet v1.37 does: only when a container is to start
+// (its SyncPod builds the config lazily), then with SyncError
+// "GeneratePodSandboxConfig for pod ... failed" and no ConfigPodSandbox
+// step.
 func TestSandboxConfigFailureIsSyncError(t *testing.T) {
 	h := newHarness(t, false, nil)
 	pod := resizePod()
@@ -244,13 +247,19 @@ func TestSandboxConfigFailureIsSyncError(t *testing.T) {
 	pod = pod.DeepCopy()
 	f := false
 	pod.Spec.HostUsers = &f
+	if r := h.sync(pod); r.SyncError != nil || len(r.Results) != 0 {
+		t.Fatalf("nothing to start: sync error %v, steps %+v", r.SyncError, r.Results)
+	}
+	pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "debug", Image: "busybox", ImagePullPolicy: corev1.PullIfNotPresent,
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile}}}
 	r := h.sync(pod)
 	if r.SyncError == nil || !errors.Is(r.SyncError, podsync.ErrConfigPodSandbox) ||
 		!strings.HasPrefix(r.SyncError.Error(), `GeneratePodSandboxConfig for pod "rs_shop(uid-rs)" failed: `) {
 		t.Fatalf("sync error %v", r.SyncError)
 	}
 	for _, sr := range r.Results {
-		if sr.Action == podsync.ActionConfigPodSandbox {
+		if sr.Action == podsync.ActionConfigPodSandbox || sr.Action == podsync.ActionStartContainer {
 			t.Fatalf("step recorded: %+v", sr)
 		}
 	}
@@ -328,5 +337,32 @@ func TestResizeRecordWrittenOnlyWhenItSaysSomething(t *testing.T) {
 	}
 	if !os.SameFile(before, after) {
 		t.Fatal("the record was rewritten for an unchanged container")
+	}
+}
+
+// Kubelet v1.37 resizes running containers before it starts any (step 6
+// of its SyncPod, before ephemeral, init and app containers): a sync that
+// both resizes "app" and starts a new ephemeral container records the
+// resize first.
+func TestResizeBeforeStarts(t *testing.T) {
+	h := newHarness(t, false, nil)
+	pod := resizePod()
+	h.converge(pod, 3)
+	pod = pod.DeepCopy()
+	pod.Generation++
+	pod.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = resource.MustParse("1500m")
+	pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "debug", Image: "busybox", ImagePullPolicy: corev1.PullIfNotPresent,
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile}}}
+	r := h.sync(pod)
+	if err := r.Error(); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, sr := range r.Results {
+		order = append(order, fmt.Sprintf("%s %s", sr.Action, sr.Target))
+	}
+	if len(order) != 2 || !strings.HasPrefix(order[0], string(podsync.ActionResizePodInPlace)) || order[1] != string(podsync.ActionStartContainer)+" debug" {
+		t.Fatalf("steps %v, want the resize, then the ephemeral container's start", order)
 	}
 }

@@ -307,9 +307,11 @@ func (s *Syncer) traced(name, container string, f func() error) error {
 	return err
 }
 
-// SyncPod brings the pod one step closer to its spec, in kubelet's order:
-// compute the actions; kill the pod or the containers that must go;
-// create the sandbox; start ephemeral, then init, then app containers. A
+// SyncPod brings the pod one step closer to its spec, in kubelet v1.37's
+// order: compute the actions; kill the pod or the containers that must go;
+// create the sandbox; resize running containers in place; build the
+// sandbox config if a container is to start; start ephemeral, then init,
+// then app containers. A
 // regular init container that fails to start ends the sync; an app
 // container that fails does not stop the others. Called repeatedly, it
 // converges the pod.
@@ -369,7 +371,15 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 
 	podIPs := status.IPs
 	sandboxID := actions.SandboxID
-	sandboxConfig, cfgErr := s.SandboxConfig(pod, actions.Attempt)
+	// Kubelet v1.37 builds the sandbox config only when it creates the
+	// sandbox or starts a container: a pod with nothing to start does not
+	// fail its sync on a config error.
+	toStart := len(actions.EphemeralContainersToStart) + len(actions.InitContainersToStart) + len(actions.ContainersToStart)
+	var sandboxConfig *runtimeapi.PodSandboxConfig
+	var cfgErr error
+	if actions.CreateSandbox || toStart > 0 {
+		sandboxConfig, cfgErr = s.SandboxConfig(pod, actions.Attempt)
+	}
 	if actions.CreateSandbox {
 		sr := result.add(ActionCreatePodSandbox, podName(pod))
 		start := s.o.clock.Now()
@@ -384,14 +394,30 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 		if !pod.Spec.HostNetwork {
 			podIPs = ips
 		}
-	} else if cfgErr != nil {
-		// Kubelet v1.36 records no ConfigPodSandbox step: the sync fails.
-		result.SyncError = fmt.Errorf("GeneratePodSandboxConfig for pod %q failed: %w", podName(pod), stepError(ErrConfigPodSandbox, cfgErr))
-		return result
 	}
 	podIP := ""
 	if len(podIPs) > 0 {
 		podIP = podIPs[0]
+	}
+
+	// Kubelet v1.37 resizes running containers before it starts any
+	// (step 6 of its SyncPod), whatever becomes of the starts.
+	if len(actions.ContainersToUpdate) > 0 {
+		sr := result.add(ActionResizePodInPlace, podName(pod))
+		t0 := s.o.clock.Now()
+		s.o.recorder.Eventf(podRef, corev1.EventTypeNormal, "ResizeStarted", "%s", resizeEvent(pod, "Pod resize started", ""))
+		s.resize(ctx, pod, actions, sr)
+		sr.Duration = s.o.clock.Since(t0)
+		if sr.Err != nil {
+			s.o.recorder.Eventf(podRef, corev1.EventTypeWarning, "ResizeError", "%s", resizeEvent(pod, "Pod resize error", sr.Message))
+		} else {
+			s.o.recorder.Eventf(podRef, corev1.EventTypeNormal, "ResizeCompleted", "%s", resizeEvent(pod, "Pod resize completed", ""))
+		}
+	}
+	if toStart > 0 && cfgErr != nil {
+		// Kubelet records no ConfigPodSandbox step: the sync fails.
+		result.SyncError = fmt.Errorf("GeneratePodSandboxConfig for pod %q failed: %w", podName(pod), stepError(ErrConfigPodSandbox, cfgErr))
+		return result
 	}
 
 	// The pod's volumes and service variables are resolved once per
@@ -420,18 +446,6 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 		c := &pod.Spec.InitContainers[i]
 		if err := start("init container", c); err != nil && !IsRestartableInitContainer(c) {
 			return result
-		}
-	}
-	if len(actions.ContainersToUpdate) > 0 {
-		sr := result.add(ActionResizePodInPlace, podName(pod))
-		t0 := s.o.clock.Now()
-		s.o.recorder.Eventf(podRef, corev1.EventTypeNormal, "ResizeStarted", "%s", resizeEvent(pod, "Pod resize started", ""))
-		s.resize(ctx, pod, actions, sr)
-		sr.Duration = s.o.clock.Since(t0)
-		if sr.Err != nil {
-			s.o.recorder.Eventf(podRef, corev1.EventTypeWarning, "ResizeError", "%s", resizeEvent(pod, "Pod resize error", sr.Message))
-		} else {
-			s.o.recorder.Eventf(podRef, corev1.EventTypeNormal, "ResizeCompleted", "%s", resizeEvent(pod, "Pod resize completed", ""))
 		}
 	}
 	for _, i := range actions.ContainersToStart {
