@@ -45,6 +45,10 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 	endpoint, dir := containerdEnv(t, "kubelet")
 	kubeletBin := filepath.Join(dir, "bin", "kubelet")
 	const agentNode, kubeletNode = "podstart-agent", "kubelet-node"
+	// A run that failed half-way leaves its pods' sandboxes on containerd,
+	// where this run's checks would see them: removed before and after.
+	removeLeftovers(t, endpoint, agentNode, kubeletNode)
+	t.Cleanup(func() { removeLeftovers(t, endpoint, agentNode, kubeletNode) })
 	c := cluster.StartT(t, cluster.Options{NodeName: agentNode})
 	admin := clientFor(t, c.AdminKubeconfig)
 	ctx := context.Background()
@@ -129,26 +133,53 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 	}
 	// Richer pods for the status comparison: an init container, a
 	// readiness probe, resources, env, and one that exits.
+	var ends []string
 	for _, node := range []string{agentNode, kubeletNode} {
 		for _, pod := range statusPods(node, image) {
 			if _, err := admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			created[pod.Name] = time.Now()
+			if terminal(pod) {
+				ends = append(ends, pod.Name)
+			}
 		}
 	}
-	eventually(t, "every pod Ready on both nodes", func() bool {
+	allReady := func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(readyAt) == len(created)-2 // the two "exits" pods end Failed
-	})
-	for _, node := range []string{agentNode, kubeletNode} {
-		eventually(t, node+"-exits Failed", func() bool {
-			p, err := admin.CoreV1().Pods("default").Get(ctx, node+"-exits", metav1.GetOptions{})
-			return err == nil && p.Status.Phase == corev1.PodFailed
+		return len(readyAt) == len(created)-len(ends)
+	}
+	for deadline := time.Now().Add(90 * time.Second); !allReady(); time.Sleep(10 * time.Millisecond) { // polling interval, not synchronisation
+		if time.Now().After(deadline) {
+			mu.Lock()
+			var missing []string
+			for name := range created {
+				if _, ok := readyAt[name]; !ok && !slices.Contains(ends, name) {
+					p, _ := admin.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+					missing = append(missing, fmt.Sprintf("%s (%s)", name, p.Status.Phase))
+				}
+			}
+			mu.Unlock()
+			t.Fatalf("timed out waiting for every pod Ready on both nodes; not Ready: %v", missing)
+		}
+	}
+	for _, name := range ends {
+		eventually(t, name+" Failed or Succeeded", func() bool {
+			p, err := admin.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+			return err == nil && (p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded)
 		})
 	}
 	compareStatuses(t, admin, agentNode, kubeletNode)
+	for _, node := range []string{agentNode, kubeletNode} {
+		p, err := admin.CoreV1().Pods("default").Get(ctx, node+"-oom", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cs := p.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Terminated == nil || cs[0].State.Terminated.Reason != "OOMKilled" || cs[0].State.Terminated.ExitCode != 137 {
+			t.Errorf("%s-oom: want the container terminated OOMKilled with exit code 137, got %+v", node, cs)
+		}
+	}
 	compareContainerViews(t, admin, endpoint, agentNode+"-vols", kubeletNode+"-vols")
 	median := func(node string) time.Duration {
 		mu.Lock()
@@ -183,6 +214,34 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 			names = append(names, c.Labels["io.kubernetes.pod.name"])
 		}
 		t.Fatalf("%d containers of the deleted pods still running (%v), %v", len(running), names, err)
+	}
+}
+
+// removeLeftovers stops and removes the sandboxes of namespace default
+// whose pods are named after one of the nodes.
+func removeLeftovers(t *testing.T, endpoint string, nodes ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rt, err := runtime.Dial(ctx, endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	sbs, err := rt.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{"io.kubernetes.pod.namespace": "default"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sb := range sbs {
+		name := sb.Labels["io.kubernetes.pod.name"]
+		if !slices.ContainsFunc(nodes, func(n string) bool { return strings.HasPrefix(name, n+"-") }) {
+			continue
+		}
+		if err := rt.StopPodSandbox(ctx, sb.Id); err != nil {
+			t.Errorf("leftover sandbox of %s: %v", name, err)
+		}
+		if err := rt.RemovePodSandbox(ctx, sb.Id); err != nil {
+			t.Errorf("leftover sandbox of %s: %v", name, err)
+		}
 	}
 }
 
@@ -277,8 +336,24 @@ func statusPods(node, image string) []*corev1.Pod {
 				{Name: "file", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"sh", "-c", "echo bye > /dev/termination-log; exit 3"}},
 				{Name: "log", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"sh", "-c", "echo from the log; exit 1"},
 					TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}}}},
+		// Killed by its memory limit: OOMKilled, exit code 137, on both
+		// (busybox's tail holds the one 256 MiB line it reads).
+		{ObjectMeta: metav1.ObjectMeta{Name: node + "-oom"}, Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &grace,
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "hog", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"sh", "-c", "head -c 256m /dev/zero | tail"},
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("16Mi")}}}}}},
+		// Pod-level resources, ending Succeeded: what status.resources
+		// keeps of a terminated pod.
+		{ObjectMeta: metav1.ObjectMeta{Name: node + "-pod-level"}, Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &grace,
+			RestartPolicy: corev1.RestartPolicyNever,
+			Resources: &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem},
+				Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("64Mi")}},
+			Containers: []corev1.Container{{Name: "once", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"true"}}}}},
 	}
 }
+
+// terminal reports whether a status pod ends instead of becoming Ready.
+func terminal(p *corev1.Pod) bool { return p.Spec.RestartPolicy == corev1.RestartPolicyNever }
 
 // compareStatuses compares each agent pod's status with the kubelet
 // pod's of the same suffix, as an API client reads them, after replacing
