@@ -1,5 +1,5 @@
 // Package mounts turns a container's volumeMounts into the mounts a
-// runtime needs, as kubelet's makeMounts and kuberuntime do (v1.31–v1.35):
+// runtime needs, as kubelet's makeMounts and kuberuntime do (v1.37.2):
 //
 //   - Mounts come in spec order, then the managed /etc/hosts, then the
 //     termination message file. A volume missing from the VolumeMap, a bad

@@ -22,9 +22,9 @@ func ShouldMountHostsFile(pod *corev1.Pod, podIPs []string) bool {
 // not a valid DNS name.
 var ErrInvalidHostname = errors.New("invalid pod hostname")
 
-// HostnameAndDomain is kubelet's GeneratePodHostNameAndDomain (v1.36):
+// HostnameAndDomain is kubelet's GeneratePodHostNameAndDomain (v1.37.2):
 // spec.hostnameOverride when set (a DNS subdomain, with no domain; feature
-// HostnameOverride, on by default since v1.35), else spec.hostname (a DNS
+// HostnameOverride, GA and always on since v1.37), else spec.hostname (a DNS
 // label) or the pod name; cut to 63 characters without trailing "-" or
 // "."; and "<subdomain>.<namespace>.svc.<clusterDomain>" when
 // spec.subdomain (a DNS label) is set. Kubelet's messages.

@@ -1,5 +1,5 @@
 // Package statusmanager writes the statuses podworker computes to the API
-// server: kubelet v1.36's status manager (pkg/kubelet/status) and its
+// server: kubelet v1.37.2's status manager (pkg/kubelet/status) and its
 // PatchPodStatus (pkg/util/pod) as a library, over a three-method Client
 // instead of client-go.
 //

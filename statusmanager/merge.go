@@ -18,8 +18,8 @@ const (
 	reasonPodFailed    = "PodFailed"
 )
 
-// byKubelet is kubelet's PodConditionByKubelet with v1.36's default gates
-// (PodReadyToStartContainersCondition and RestartAllContainersOnContainerExits
+// byKubelet is kubelet's PodConditionByKubelet with v1.37's default gates
+// (PodReadyToStartContainersCondition, GA, and RestartAllContainersOnContainerExits
 // on): the conditions kubelet owns and overwrites.
 func byKubelet(t corev1.PodConditionType) bool {
 	switch t {

@@ -1,5 +1,5 @@
 // Package envfile reads one key from an environment file, with the rules
-// of kubelet v1.36's env file parser (pkg/kubelet/util/env ParseEnv),
+// of kubelet v1.37.2's env file parser (pkg/kubelet/util/env ParseEnv),
 // which fileKeyRef (EnvFiles) uses:
 //
 //   - a line is NAME='value'; leading blanks (spaces, tabs) are ignored,
