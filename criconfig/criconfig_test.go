@@ -333,8 +333,8 @@ func TestSandboxConfig(t *testing.T) {
 		t.Fatalf("metadata %v %q %q", cfg.Metadata, cfg.Hostname, cfg.LogDirectory)
 	case !sc.Privileged || sc.Seccomp.ProfileType != runtimeapi.SecurityProfile_RuntimeDefault || sc.RunAsGroup.GetValue() != 2 || !slices.Equal(sc.SupplementalGroups, []int64{3, 4}):
 		t.Fatalf("security context %v", sc)
-	case cfg.Linux.Sysctls["net.ipv4.conf.eth0/100.rp_filter"] != "1" || cfg.Linux.Sysctls["kernel/shm_rmid_forced"] != "1":
-		t.Fatalf("sysctls must be sent as written, as kubelet v1.36 does: %v", cfg.Linux.Sysctls)
+	case len(cfg.Linux.Sysctls) != 2 || cfg.Linux.Sysctls["net.ipv4.conf.eth0/100.rp_filter"] != "1" || cfg.Linux.Sysctls["kernel.shm_rmid_forced"] != "1":
+		t.Fatalf("sysctls must be normalised to dots, as kubelet's SyncPod does: %v", cfg.Linux.Sysctls)
 	case cfg.Linux.CgroupParent != "/kubepods/burstable/poduid-1":
 		t.Fatalf("cgroup parent %q", cfg.Linux.CgroupParent)
 	case len(cfg.PortMappings) != 2 || cfg.PortMappings[1].Protocol != runtimeapi.Protocol_UDP || cfg.PortMappings[1].HostPort != 5353:
@@ -529,5 +529,35 @@ func TestCRIMounts(t *testing.T) {
 		if on[i].Propagation != want || ms[i].Propagation.String() != want.String() {
 			t.Errorf("mount %d: propagation %v (%s), want %v", i, on[i].Propagation, ms[i].Propagation, want)
 		}
+	}
+}
+
+// TestSandboxSysctls follows kubelet v1.37.2's
+// TestConvertPodSysctlsVariableToDotsSeparator: SyncPod normalises the
+// names before RunPodSandbox; a name whose first separator is a dot is
+// kept, one whose first is a slash has dots and slashes swapped.
+func TestSandboxSysctls(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"dotted", "kernel.msgmax", "kernel.msgmax"},
+		{"dotted with an underscore", "kernel.shm_rmid_forced", "kernel.shm_rmid_forced"},
+		{"dotted with a slash in an interface name", "net.ipv4.conf.eno2/100.rp_filter", "net.ipv4.conf.eno2/100.rp_filter"},
+		{"slashed", "net/ipv4/ip_local_port_range", "net.ipv4.ip_local_port_range"},
+		{"slashed with a dot in an interface name", "net/ipv4/conf/eno2.100/rp_filter", "net.ipv4.conf.eno2/100.rp_filter"},
+		{"no separator", "kernel", "kernel"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := testPod(func(p *corev1.Pod) { p.Spec.SecurityContext.Sysctls = []corev1.Sysctl{{Name: tt.in, Value: "v"}} })
+			cfg, err := SandboxConfig(p, 0, node())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.Linux.Sysctls; len(got) != 1 || got[tt.want] != "v" {
+				t.Fatalf("sysctls %v, want {%s: v}", got, tt.want)
+			}
+			if p.Spec.SecurityContext.Sysctls[0].Name != tt.in {
+				t.Fatalf("the pod was changed: %q", p.Spec.SecurityContext.Sysctls[0].Name)
+			}
+		})
 	}
 }

@@ -18,7 +18,9 @@
 // ndots:5, Default from the node's resolv.conf, None, spec.dnsConfig
 // merged, at most 3 servers and 32 searches of 2048 characters), cgroup
 // parent by QoS class (cgroupfs or systemd; the cgroup root with
-// cgroupsPerQOS off), sysctls as written, namespaces (host network, PID,
+// cgroupsPerQOS off), sysctls (names normalised to dots as kubelet's
+// SyncPod does: kernel/shm_rmid_forced becomes kernel.shm_rmid_forced),
+// namespaces (host network, PID,
 // IPC, shareProcessNamespace, the node's user namespace), the security
 // context (RuntimeDefault seccomp always, privileged when any container
 // is, run-as user and group, fsGroup then supplementalGroups, the policy,

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/component-helpers/node/util/sysctl"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstart/podstart/mounts"
@@ -54,8 +55,9 @@ func Hostname(pod *corev1.Pod, node Node) (hostname, domain string, err error) {
 
 // SandboxConfig is kubelet's generatePodSandboxConfig with its Linux part:
 // metadata, labels and annotations, DNS, hostname (none with host
-// network), log directory, port mappings, cgroup parent, sysctls as
-// written, namespaces, the sandbox security context (RuntimeDefault
+// network), log directory, port mappings, cgroup parent, sysctls (names
+// normalised to dots, as kubelet's SyncPod does: kernel/shm_rmid_forced is
+// sent as kernel.shm_rmid_forced), namespaces, the sandbox security context (RuntimeDefault
 // seccomp always, privileged if any container is), and the pod's
 // resources and overhead.
 func SandboxConfig(pod *corev1.Pod, attempt uint32, node Node) (*runtimeapi.PodSandboxConfig, error) {
@@ -95,7 +97,9 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, node Node) (*runtimeapi.PodS
 	}
 	if sc := pod.Spec.SecurityContext; sc != nil {
 		for _, s := range sc.Sysctls {
-			lc.Sysctls[s.Name] = s.Value
+			// SyncPod's ConvertPodSysctlsVariableToDotsSeparator: runc
+			// checks namespaced sysctls by their dotted name.
+			lc.Sysctls[sysctl.NormalizeName(s.Name)] = s.Value
 		}
 		if sc.RunAsUser != nil {
 			lc.SecurityContext.RunAsUser = &runtimeapi.Int64Value{Value: *sc.RunAsUser}
