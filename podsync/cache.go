@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/podstart/podstart/runtime"
 )
@@ -17,15 +19,26 @@ import (
 // StatusCache builds PodStatus from the runtime as kubelet's generic PLEG
 // and runtime cache do: it lists sandboxes and containers, and asks for an
 // instance's details (ContainerStatus, PodSandboxStatus) only when the
-// instance is new or its state changed since it last looked. An exited
-// instance never changes again and a running one changes only by leaving
-// that state, so the cached details stay true; an instance in unknown
-// state is asked about every time. It is safe for concurrent use.
+// instance is new or its state changed since it last looked. A running
+// instance changes only by leaving that state, so its cached details stay
+// true; an instance in unknown state is asked about every time.
+//
+// An exited instance is asked about again on every read for
+// ExitSettleTime after the cache first saw it exited, unless its reason is
+// already OOMKilled: a runtime may report the exit before it has recorded
+// why (containerd handles a container's exit and its OOM event
+// separately, and until both are in says "Error" for a container its
+// memory limit killed). Kubelet reads every container of a pod whose
+// instances changed, so it catches the late reason; a cache that never
+// re-read would keep "Error" for the pod's life. A changed answer counts
+// as a change of the pod (Relist reports it). After ExitSettleTime the
+// instance is not asked about again. It is safe for concurrent use.
 //
 // Returned statuses share ContainerStatus values and maps with the cache:
 // read them, do not modify them.
 type StatusCache struct {
-	rt runtime.RuntimeService
+	rt    runtime.RuntimeService
+	clock clock.PassiveClock
 
 	// actuated, when the cache is a Syncer's, fills ActuatedResources.
 	actuated *actuatedStore
@@ -41,6 +54,26 @@ type cachedContainer struct {
 	uid    types.UID
 	state  runtimeapi.ContainerState
 	status *ContainerStatus
+	// exitedSeen is when the cache first saw the instance exited.
+	exitedSeen time.Time
+}
+
+// ExitSettleTime is how long after the StatusCache first sees an instance
+// exited it keeps asking the runtime about it, for a reason (OOMKilled)
+// the runtime records after the exit.
+const ExitSettleTime = 10 * time.Second
+
+// settling reports whether an exited instance's status may still change:
+// its reason is not OOMKilled and it exited less than ExitSettleTime ago.
+func (e cachedContainer) settling(now time.Time) bool {
+	return e.state == runtimeapi.ContainerState_CONTAINER_EXITED && e.status.Reason != "OOMKilled" &&
+		now.Before(e.exitedSeen.Add(ExitSettleTime))
+}
+
+// sameExit reports whether two reads of an exited instance say the same.
+func sameExit(a, b *ContainerStatus) bool {
+	return a.Reason == b.Reason && a.Message == b.Message && a.ExitCode == b.ExitCode &&
+		a.FinishedAt.Equal(b.FinishedAt) && a.State == b.State
 }
 
 type cachedSandbox struct {
@@ -51,7 +84,7 @@ type cachedSandbox struct {
 
 // NewStatusCache returns an empty cache over rt.
 func NewStatusCache(rt runtime.RuntimeService) *StatusCache {
-	return &StatusCache{rt: rt, containers: map[string]cachedContainer{}, sandboxes: map[string]cachedSandbox{}, ips: map[types.UID][]string{}}
+	return &StatusCache{rt: rt, clock: clock.RealClock{}, containers: map[string]cachedContainer{}, sandboxes: map[string]cachedSandbox{}, ips: map[types.UID][]string{}}
 }
 
 // PodStatus returns one pod's status: ListPodSandbox and ListContainers
@@ -153,7 +186,9 @@ func (c *StatusCache) update(ctx context.Context, sandboxes []*runtimeapi.PodSan
 		c.mu.Lock()
 		e, ok := c.containers[ct.Id]
 		c.mu.Unlock()
-		if !ok || e.state != ct.State || ct.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
+		now := c.clock.Now()
+		reread := ok && e.state == ct.State && e.settling(now)
+		if !ok || e.state != ct.State || ct.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN || reread {
 			resp, err := c.rt.ContainerStatus(ctx, ct.Id, false)
 			if errors.Is(runtime.Classify(err), runtime.ErrNotFound) {
 				continue
@@ -166,11 +201,22 @@ func (c *StatusCache) update(ctx context.Context, sandboxes []*runtimeapi.PodSan
 			}
 			// The listed state is the key: a later status may already say
 			// more, and the next list will say so too.
-			e = cachedContainer{uid: p.UID, state: ct.State, status: toContainerStatus(ct, resp.Status)}
+			fresh := cachedContainer{uid: p.UID, state: ct.State, status: toContainerStatus(ct, resp.Status)}
+			if ct.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+				fresh.exitedSeen = now
+				if reread {
+					fresh.exitedSeen = e.exitedSeen
+				}
+			}
+			if !reread || !sameExit(e.status, fresh.status) {
+				changed[p.UID] = true
+			} else {
+				fresh.status = e.status // unchanged: keep the value callers hold
+			}
+			e = fresh
 			c.mu.Lock()
 			c.containers[ct.Id] = e
 			c.mu.Unlock()
-			changed[p.UID] = true
 		}
 		p.ContainerStatuses = append(p.ContainerStatuses, e.status)
 	}

@@ -219,7 +219,7 @@ func NewSyncer(rt runtime.RuntimeService, ims ImageEnsurer, opts ...Option) *Syn
 	}
 	actuated := newActuatedStore(o.node.RootDir)
 	cache := NewStatusCache(rt)
-	cache.actuated = actuated
+	cache.actuated, cache.clock = actuated, o.clock
 	return &Syncer{rt: rt, images: ims, o: o, cache: cache, actuated: actuated}
 }
 
