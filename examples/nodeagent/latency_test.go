@@ -2,8 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -18,6 +25,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -65,6 +73,7 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 	if _, err := admin.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds"}, Data: map[string][]byte{"token": []byte("s3cret")}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	createTrustBundles(t, admin)
 	work := t.TempDir()
 
 	// The agent, through a guarded proxy.
@@ -145,10 +154,15 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 			}
 		}
 	}
-	allReady := func() bool {
+	allReady := func() bool { // a pod that ends may be Ready for a while: not counted
 		mu.Lock()
 		defer mu.Unlock()
-		return len(readyAt) == len(created)-len(ends)
+		for name := range created {
+			if _, ok := readyAt[name]; !ok && !slices.Contains(ends, name) {
+				return false
+			}
+		}
+		return true
 	}
 	for deadline := time.Now().Add(90 * time.Second); !allReady(); time.Sleep(10 * time.Millisecond) { // polling interval, not synchronisation
 		if time.Now().After(deadline) {
@@ -180,7 +194,8 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 			t.Errorf("%s-oom: want the container terminated OOMKilled with exit code 137, got %+v", node, cs)
 		}
 	}
-	compareContainerViews(t, admin, endpoint, agentNode+"-vols", kubeletNode+"-vols")
+	compareContainerViews(t, admin, endpoint, agentNode+"-vols", kubeletNode+"-vols", containerView)
+	compareContainerViews(t, admin, endpoint, agentNode+"-trust", kubeletNode+"-trust", trustView)
 	median := func(node string) time.Duration {
 		mu.Lock()
 		defer mu.Unlock()
@@ -328,6 +343,17 @@ func statusPods(node, image string) []*corev1.Pod {
 				EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}},
 				VolumeMounts: []corev1.VolumeMount{{Name: "creds", MountPath: "/creds"}, {Name: "settings", MountPath: "/etc/settings"},
 					{Name: "info", MountPath: "/info"}, {Name: "scratch", MountPath: "/scratch"}, {Name: "cache", MountPath: "/cache"}}}}}},
+		// ClusterTrustBundle projections (v1.37, GA): by name, by signer and
+		// label selector, and an optional one that does not exist.
+		{ObjectMeta: metav1.ObjectMeta{Name: node + "-trust"}, Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &grace,
+			Volumes: []corev1.Volume{{Name: "trust", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Name: ptrTo("plain-bundle"), Path: "plain.pem"}},
+				{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{SignerName: ptrTo("example.test/signer"),
+					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"trust": "yes"}}, Path: "signer.pem"}},
+				{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Name: ptrTo("missing-bundle"), Optional: ptrTo(true), Path: "missing.pem"}},
+			}}}}},
+			Containers: []corev1.Container{{Name: "app", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Command: sleep,
+				VolumeMounts: []corev1.VolumeMount{{Name: "trust", MountPath: "/trust"}}}}}},
 		// Ends Failed: an exit code, a termination message from the file,
 		// and one from the log's tail.
 		{ObjectMeta: metav1.ObjectMeta{Name: node + "-exits"}, Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &grace,
@@ -436,9 +462,51 @@ ls -a /creds /etc/settings /info; cat /creds/token; echo; cat /etc/settings/MODE
 grep -E ' /(creds|etc/settings|info|scratch|cache|var/run/secrets/kubernetes.io/serviceaccount) ' /proc/mounts | cut -d' ' -f2,3 | sort
 env | grep -vE '^(HOSTNAME|POD_NAME)=' | sort`
 
-// compareContainerViews runs containerView in the agent's pod and in
+// trustView is what a container sees of its ClusterTrustBundle projections:
+// the files, their modes and owners, and the certificates of each file one
+// per line, sorted (kubelet shuffles the PEM blocks it writes).
+const trustView = `for f in /trust /trust/*; do stat -c '%n %a %u %g %F' $f; done
+for f in /trust/*.pem; do echo "$f: $(grep -c BEGIN $f) certificates"; tr -d '\n' < $f | sed 's/-----END CERTIFICATE-----/&\n/g' | sort; echo; done`
+
+// createTrustBundles creates the ClusterTrustBundles the "trust" pods
+// project: one without a signer, read by name, and two of a signer, one of
+// them labelled for the pod's selector; a certificate in two bundles is
+// written once per file.
+func createTrustBundles(t *testing.T, admin kubernetes.Interface) {
+	t.Helper()
+	certs := make([]string, 3)
+	for i := range certs {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(int64(i + 1)), Subject: pkix.Name{CommonName: fmt.Sprintf("trust-%d", i)},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+			KeyUsage: x509.KeyUsageCertSign}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		certs[i] = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	}
+	for _, b := range []*certificatesv1.ClusterTrustBundle{
+		{ObjectMeta: metav1.ObjectMeta{Name: "plain-bundle"}, Spec: certificatesv1.ClusterTrustBundleSpec{TrustBundle: certs[0] + certs[1]}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "example.test:signer:a", Labels: map[string]string{"trust": "yes"}},
+			Spec: certificatesv1.ClusterTrustBundleSpec{SignerName: "example.test/signer", TrustBundle: certs[1] + certs[2]}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "example.test:signer:b", Labels: map[string]string{"trust": "yes"}},
+			Spec: certificatesv1.ClusterTrustBundleSpec{SignerName: "example.test/signer", TrustBundle: certs[0]}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "example.test:signer:c"},
+			Spec: certificatesv1.ClusterTrustBundleSpec{SignerName: "example.test/signer", TrustBundle: certs[2]}},
+	} {
+		if _, err := admin.CertificatesV1().ClusterTrustBundles().Create(context.Background(), b, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// compareContainerViews runs a script in the agent's pod and in
 // kubelet's, through containerd itself, and compares the answers.
-func compareContainerViews(t *testing.T, admin kubernetes.Interface, endpoint, agentPod, kubeletPod string) {
+func compareContainerViews(t *testing.T, admin kubernetes.Interface, endpoint, agentPod, kubeletPod, script string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -449,11 +517,11 @@ func compareContainerViews(t *testing.T, admin kubernetes.Interface, endpoint, a
 	defer rt.Close()
 	view := func(name string) string {
 		p, err := admin.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
-		if err != nil || len(p.Status.ContainerStatuses) == 0 {
-			t.Fatalf("pod %s: %v", name, err)
+		if err != nil || len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Running == nil {
+			t.Fatalf("pod %s: no running container to look into (%v)", name, err)
 		}
 		id := strings.SplitN(p.Status.ContainerStatuses[0].ContainerID, "://", 2)[1]
-		out, errOut, err := rt.ExecSync(ctx, id, []string{"sh", "-c", containerView}, 20*time.Second)
+		out, errOut, err := rt.ExecSync(ctx, id, []string{"sh", "-c", script}, 20*time.Second)
 		if err != nil {
 			t.Fatalf("exec in %s: %v", name, err)
 		}
@@ -471,3 +539,5 @@ func compareContainerViews(t *testing.T, admin kubernetes.Interface, endpoint, a
 		t.Logf("kubelet's container view:\n%s", k)
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }
