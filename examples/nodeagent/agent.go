@@ -60,6 +60,8 @@ type agent struct {
 	Config
 	host    criconfig.Node // the node as criconfig sees it, read from the host
 	workers *podworker.Workers
+	volumes *apiobjects.Volumes
+	pods    cache.Store // the informer's pods bound to this node
 }
 
 // Run runs the agent until ctx ends. Pods keep running on the runtime when
@@ -99,16 +101,23 @@ func Run(ctx context.Context, cfg Config) error {
 	objects := apiObjects{cfg.Client}
 	tokens := apiobjects.NewTokens(objects)
 	wg.Go(func() { tokens.Run(ctx) }) // drops expired tokens every minute
+	// Pod certificates: requested from their signers, renewed by Run,
+	// which syncs a pod again when one of its certificates is issued.
+	certs := apiobjects.NewPodCertificates(objects, types.NodeName(cfg.NodeName), node.UID,
+		apiobjects.WithPodCertificateClock(cfg.Clock), apiobjects.WithPodCertificateRecorder(recorder),
+		apiobjects.WithPodCertificateNotify(a.resync))
 	mounter := cfg.Mounter
 	if mounter == nil {
 		mounter = &mounts.HostMounter{}
 	}
+	a.volumes = apiobjects.NewVolumes(objects, cfg.RootDir, apiobjects.WithTokens(tokens), apiobjects.WithMounter(mounter),
+		apiobjects.WithEventRecorder(recorder), apiobjects.WithNodeAllocatable(node.Status.Allocatable),
+		apiobjects.WithPodCertificates(certs))
 	syncer := podsync.NewSyncer(cfg.Runtime, ims,
 		podsync.WithNode(a.host), podsync.WithMounter(mounter),
 		podsync.WithRootDir(cfg.RootDir), podsync.WithPodLogsDir(cfg.PodLogsDir),
 		podsync.WithRecorder(recorder), podsync.WithProbes(prober),
-		podsync.WithVolumes(apiobjects.NewVolumes(objects, cfg.RootDir, apiobjects.WithTokens(tokens), apiobjects.WithMounter(mounter),
-			apiobjects.WithEventRecorder(recorder), apiobjects.WithNodeAllocatable(node.Status.Allocatable))),
+		podsync.WithVolumes(a.volumes),
 		// Services give every container KUBERNETES_SERVICE_HOST and _PORT
 		// (client-go's in-cluster config) and, with enableServiceLinks, its
 		// namespace's service variables.
@@ -132,6 +141,8 @@ func Run(ctx context.Context, cfg Config) error {
 		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
 	}))
 	informer := factory.Core().V1().Pods().Informer()
+	a.pods = informer.GetStore()
+	wg.Go(func() { certs.Run(ctx) }) // after a.pods: its notifications read it
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { a.podChanged(obj) },
 		UpdateFunc: func(_, obj any) { a.podChanged(obj) },
@@ -181,6 +192,23 @@ func (a *agent) podGone(obj any) {
 	if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName == a.NodeName {
 		if err := a.workers.Delete(pod, nil); err != nil {
 			log.Printf("pod %s/%s: %v", pod.Namespace, pod.Name, err)
+		}
+		// Its tokens and pod certificates go with it, as kubelet drops
+		// them when it forgets the pod.
+		a.volumes.ForgetPod(pod.UID)
+	}
+}
+
+// resync syncs the pod again: one of its pod certificates was issued,
+// renewed or refused, so its projected volumes are written again (kubelet
+// remounts projected volumes periodically).
+func (a *agent) resync(uid types.UID) {
+	for _, obj := range a.pods.List() {
+		if pod, ok := obj.(*corev1.Pod); ok && pod.UID == uid && pod.DeletionTimestamp == nil {
+			if err := a.workers.Upsert(pod); err != nil {
+				log.Printf("pod %s/%s: %v", pod.Namespace, pod.Name, err)
+			}
+			return
 		}
 	}
 }

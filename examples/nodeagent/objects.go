@@ -4,6 +4,7 @@ import (
 	"context"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,7 +14,8 @@ import (
 )
 
 // apiObjects is the API client as an apiobjects.Source (Secrets,
-// ConfigMaps), ServiceLister, ServiceAccountGetter and TokenRequester.
+// ConfigMaps), ServiceLister, ServiceAccountGetter, TokenRequester and
+// PodCertificateClient.
 // (Kubelet reads Secrets and ConfigMaps through watching caches; a Get per
 // sync is the simple version.) A missing object is reported as kubelet's
 // secret and configmap managers report it (`secret "x" not found`, where
@@ -37,6 +39,17 @@ func (o apiObjects) GetServiceAccount(ctx context.Context, namespace, name strin
 
 func (o apiObjects) CreateToken(ctx context.Context, namespace, serviceAccount string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
 	return o.client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, req, metav1.CreateOptions{})
+}
+
+// CreatePodCertificateRequest and GetPodCertificateRequest serve the pod
+// certificate manager (kubelet reads requests through an informer; a Get
+// of the one pending request is the simple version).
+func (o apiObjects) CreatePodCertificateRequest(ctx context.Context, req *certificatesv1.PodCertificateRequest) (*certificatesv1.PodCertificateRequest, error) {
+	return o.client.CertificatesV1().PodCertificateRequests(req.Namespace).Create(ctx, req, metav1.CreateOptions{})
+}
+
+func (o apiObjects) GetPodCertificateRequest(ctx context.Context, namespace, name string) (*certificatesv1.PodCertificateRequest, error) {
+	return o.client.CertificatesV1().PodCertificateRequests(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
 // ListServices lists from the API server, once per sync and namespace
@@ -67,4 +80,5 @@ var (
 	_ apiobjects.ServiceAccountGetter = apiObjects{}
 	_ apiobjects.TokenRequester       = apiObjects{}
 	_ apiobjects.ServiceLister        = apiObjects{}
+	_ apiobjects.PodCertificateClient = apiObjects{}
 )
