@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // FieldRefValue is kubelet's value for an env var's fieldRef or
@@ -46,12 +47,15 @@ func podFieldValue(pod *corev1.Pod, path string, podIPs []string, node Node) (st
 		return pod.Spec.NodeName, nil
 	case "spec.serviceAccountName":
 		return pod.Spec.ServiceAccountName, nil
-	case "status.hostIP":
+	case "status.hostIP", "status.hostIPs":
+		// kubelet always knows its node's IPs (getHostIPsAnyWay fails
+		// otherwise); an empty value would be a guess.
 		if len(node.HostIPs) == 0 {
-			return "", nil
+			return "", unknownNodeFact("fieldRef %s: the node's IPs are unknown (Node.HostIPs)", path)
 		}
-		return node.HostIPs[0], nil
-	case "status.hostIPs":
+		if path == "status.hostIP" {
+			return node.HostIPs[0], nil
+		}
 		return strings.Join(node.HostIPs, ","), nil
 	case "status.podIP":
 		if len(podIPs) == 0 {
@@ -73,53 +77,88 @@ func subscript(path, prefix string) (string, bool) {
 	return strings.TrimSuffix(rest, "']"), true
 }
 
-// resourceFieldValue is kubelet's containerResourceRuntimeValue: the
-// named container's request or limit, a missing limit read as the node's
-// allocatable, rounded up to the divisor.
+// resourceFieldValue is kubelet v1.37's containerResourceRuntimeValue
+// after defaultPodLimitsForDownwardAPI: the container's request or limit,
+// rounded up to the divisor. A CPU, memory or ephemeral-storage limit the
+// container does not set (or sets to zero) reads as the pod-level limit
+// for CPU and memory when the pod sets one, else as the node's
+// allocatable; when that is unknown (Node.Allocatable lacks it) the value
+// kubelet would give cannot be known and the env var is refused
+// (ErrUnknownNodeFact) rather than read as 0. With containerName the named
+// container is looked up among app containers, then init containers, and
+// only app containers get the defaulted limits, as in kubelet.
 func resourceFieldValue(pod *corev1.Pod, c *corev1.Container, ref *corev1.ResourceFieldSelector, node Node) (string, error) {
-	target := c
-	if ref.ContainerName != "" && ref.ContainerName != c.Name {
-		target = nil
-		for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-			for i := range list {
-				if list[i].Name == ref.ContainerName {
-					target = &list[i]
-				}
-			}
-		}
+	target, defaulted := c, true
+	if ref.ContainerName != "" {
+		target, defaulted = findContainer(pod, ref.ContainerName)
 		if target == nil {
-			return "", fmt.Errorf("container %q not found in pod %s", ref.ContainerName, podDesc(pod))
-		}
-	}
-	limits := corev1.ResourceList{}
-	for k, v := range target.Resources.Limits {
-		limits[k] = v
-	}
-	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
-		if _, ok := limits[name]; !ok {
-			if v, ok := node.Allocatable[name]; ok {
-				limits[name] = v
-			}
+			return "", fmt.Errorf("container %s not found", ref.ContainerName)
 		}
 	}
 	divisor := resource.MustParse("1")
 	if !ref.Divisor.IsZero() {
 		divisor = ref.Divisor
 	}
-	kind, name, ok := strings.Cut(ref.Resource, ".")
-	if !ok || kind != "limits" && kind != "requests" {
-		return "", fmt.Errorf("unsupported container resource: %v", ref.Resource)
+	kind, name, _ := strings.Cut(ref.Resource, ".")
+	var q resource.Quantity
+	switch kind {
+	case "limits":
+		v, err := limitForDownwardAPI(pod, target, corev1.ResourceName(name), defaulted, node)
+		if err != nil {
+			return "", err
+		}
+		q = v
+	case "requests":
+		q = target.Resources.Requests[corev1.ResourceName(name)]
+	default:
+		return "", fmt.Errorf("unsupported container resource : %v", ref.Resource)
 	}
-	list := limits
-	if kind == "requests" {
-		list = target.Resources.Requests
-	}
-	q := list[corev1.ResourceName(name)]
 	switch {
 	case name == "cpu":
 		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
 	case name == "memory", name == "ephemeral-storage", strings.HasPrefix(name, corev1.ResourceHugePagesPrefix):
 		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
 	}
-	return "", fmt.Errorf("unsupported container resource: %v", ref.Resource)
+	return "", fmt.Errorf("unsupported container resource : %v", ref.Resource)
+}
+
+// findContainer is kubelet's findContainerInPod: app containers first,
+// then init containers; app reports whether it is an app container.
+func findContainer(pod *corev1.Pod, name string) (c *corev1.Container, app bool) {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i], true
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i], false
+		}
+	}
+	return nil, false
+}
+
+// limitForDownwardAPI is the limit kubelet's MergeContainerResourceLimits
+// leaves on c for name: its own when set and not zero; for CPU, memory and
+// ephemeral storage of a defaulted container, the pod-level limit (CPU and
+// memory) or the node's allocatable.
+func limitForDownwardAPI(pod *corev1.Pod, c *corev1.Container, name corev1.ResourceName, defaulted bool, node Node) (resource.Quantity, error) {
+	own, ok := c.Resources.Limits[name]
+	if ok && !own.IsZero() || !defaulted {
+		return own, nil
+	}
+	switch name {
+	case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+	default:
+		return own, nil
+	}
+	if resourcehelper.IsPodLevelLimitsSet(pod) && resourcehelper.IsSupportedPodLevelResource(name) {
+		if v, ok := pod.Spec.Resources.Limits[name]; ok && !v.IsZero() {
+			return v, nil
+		}
+	}
+	if v, ok := node.Allocatable[name]; ok {
+		return v, nil
+	}
+	return own, unknownNodeFact("container %q env resourceFieldRef limits.%s: the container sets no %s limit and the node's allocatable %s is unknown (Node.Allocatable)", c.Name, name, name, name)
 }
