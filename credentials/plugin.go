@@ -54,18 +54,28 @@ var pluginAPIVersions = []string{pluginGroup + "/v1", pluginGroup + "/v1alpha1",
 // KubeletServiceAccountTokenForCredentialProviders on, and is an unknown
 // field in a v1alpha1 or v1beta1 document, as in kubelet.
 func LoadPluginConfig(path string) (*kubeletconfig.CredentialProviderConfig, error) {
+	cfg, _, err := LoadPluginConfigWithHash(path)
+	return cfg, err
+}
+
+// LoadPluginConfigWithHash is LoadPluginConfig that also returns the
+// configuration's hash as kubelet v1.37.2 computes it over the bytes it
+// decoded (PluginConfigHash of the files read, in order): the hash label
+// kubelet exports in its kubelet_credential_provider_config_info metric,
+// so a caller can export the same label. The hash is "" with an error.
+func LoadPluginConfigWithHash(path string) (*kubeletconfig.CredentialProviderConfig, string, error) {
 	if path == "" {
-		return nil, fmt.Errorf("%w: credential provider config path is empty", ErrPluginConfig)
+		return nil, "", fmt.Errorf("%w: credential provider config path is empty", ErrPluginConfig)
 	}
 	info, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrPluginConfig, err)
+		return nil, "", fmt.Errorf("%w: %v", ErrPluginConfig, err)
 	}
 	files := []string{path}
 	if info.IsDir() {
 		entries, err := os.ReadDir(path)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrPluginConfig, err)
+			return nil, "", fmt.Errorf("%w: %v", ErrPluginConfig, err)
 		}
 		files = files[:0]
 		for _, e := range entries {
@@ -77,29 +87,31 @@ func LoadPluginConfig(path string) (*kubeletconfig.CredentialProviderConfig, err
 		}
 		sort.Strings(files)
 		if len(files) == 0 {
-			return nil, fmt.Errorf("%w: no configuration files found in directory %q", ErrPluginConfig, path)
+			return nil, "", fmt.Errorf("%w: no configuration files found in directory %q", ErrPluginConfig, path)
 		}
 	}
 	out := &kubeletconfig.CredentialProviderConfig{}
+	contents := make([][]byte, 0, len(files))
 	seen := map[string]bool{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrPluginConfig, err)
+			return nil, "", fmt.Errorf("%w: %v", ErrPluginConfig, err)
 		}
+		contents = append(contents, data)
 		cfg, err := ParsePluginConfig(data)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
+			return nil, "", fmt.Errorf("%s: %w", f, err)
 		}
 		for _, p := range cfg.Providers {
 			if seen[p.Name] {
-				return nil, fmt.Errorf("%w: duplicate provider name %q found in configuration file(s)", ErrPluginConfig, p.Name)
+				return nil, "", fmt.Errorf("%w: duplicate provider name %q found in configuration file(s)", ErrPluginConfig, p.Name)
 			}
 			seen[p.Name] = true
 			out.Providers = append(out.Providers, p)
 		}
 	}
-	return out, nil
+	return out, PluginConfigHash(contents...), nil
 }
 
 // ParsePluginConfig decodes and validates one CredentialProviderConfig

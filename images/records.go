@@ -1,10 +1,6 @@
 package images
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-
 	"github.com/podstart/podstart/credentials"
 	"github.com/podstart/podstart/images/pullrecords"
 )
@@ -60,26 +56,7 @@ func pullCredentials(creds []credentials.AuthConfig, i int) *pullrecords.Credent
 	return &pullrecords.Credentials{NodePodsAccessible: true}
 }
 
-// authJSON has kubelet's credentialprovider.AuthConfig field names.
-type authJSON struct {
-	Username      string `json:"username,omitempty"`
-	Password      string `json:"password,omitempty"`
-	Auth          string `json:"auth,omitempty"`
-	Email         string `json:"email,omitempty"`
-	ServerAddress string `json:"serveraddress,omitempty"`
-	IdentityToken string `json:"identitytoken,omitempty"`
-	RegistryToken string `json:"registrytoken,omitempty"`
-}
-
-// credentialHash is kubelet's hashAuthConfig: the hex SHA-256 of the
-// credential's JSON, so a record written here matches kubelet's hash of
-// the same pull secret. Only the hash is ever stored.
-func credentialHash(c credentials.AuthConfig) string {
-	b, err := json.Marshal(authJSON{Username: c.Username, Password: c.Password, Auth: c.Auth, Email: c.Email,
-		ServerAddress: c.ServerAddress, IdentityToken: c.IdentityToken, RegistryToken: c.RegistryToken})
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
+// credentialHash is kubelet's AuthConfigHash (credentials.AuthConfig.Hash),
+// so a record written here matches kubelet's hash of the same pull
+// secret. Only the hash is ever stored.
+func credentialHash(c credentials.AuthConfig) string { return c.Hash() }
