@@ -14,7 +14,13 @@
 //     sync has nothing left to do;
 //   - a back-off ends: a result's earliest back-off expiry
 //     (podsync.Result.NextSync) arms a timer, so a crash-looping container
-//     or an image in back-off is retried on time without polling;
+//     or an image in back-off is retried without polling, on kubelet
+//     v1.37.2's schedule: its pod workers requeue a failed sync for the
+//     time left of the back-off (at most the resync period), plus a random
+//     0 to 50% more (Jitter, workerBackOffPeriodJitterFactor), so a
+//     container is restarted up to half its back-off after the back-off
+//     ends, and restart counts keep kubelet's pace (PodState.NextSync says
+//     when; WithJitter changes the spread);
 //   - the runtime changed it: one node-wide relist per period (kubelet's
 //     generic PLEG, 1 s by default: one ListPodSandbox and one
 //     ListContainers for all pods, a status call only for instances that
@@ -27,7 +33,7 @@
 //     a runtime without it (containerd 1.6 answers Unimplemented) is
 //     relisted only;
 //   - a sync failed for another reason: it is retried after a delay
-//     (10 s, kubelet's workerBackOffPeriod);
+//     (10 s, kubelet's workerBackOffPeriod, spread the same way);
 //   - kubelet's periodic resync (1 min) syncs every pod with the status of
 //     the latest relist, at no extra runtime cost.
 //
@@ -51,5 +57,8 @@
 // for (a caller that must keep them uses podsync directly). Kubelet waits
 // for the next relist after every sync; a pod here re-reads its own status
 // after a sync that did work, so a pod with init containers starts one
-// relist period faster per init container.
+// relist period faster per init container. Kubelet's requeued pods are
+// picked up by its sync loop's 1 s tick; a retry here fires at its time,
+// on average half a second sooner. A sync that succeeds is repeated
+// every resync period without kubelet's jitter.
 package podworker

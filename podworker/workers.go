@@ -3,6 +3,7 @@ package podworker
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -48,8 +49,10 @@ type PodState struct {
 	Err error
 	// Synced is when the last sync ended.
 	Synced time.Time
-	// NextSync is when a back-off ends and the pod is synced again (zero:
-	// none pending).
+	// NextSync is when a failed sync is retried (zero: none pending): at
+	// the end of a back-off (Result.NextSync) or after the error retry,
+	// spread as kubelet spreads it (WithJitter), so never before the
+	// back-off ends.
 	NextSync time.Time
 	// Terminating: the pod is being killed and removed.
 	Terminating bool
@@ -76,6 +79,7 @@ type options struct {
 	noEvents     bool
 	runtimeName  string
 	hostIPs      []string
+	jitter       func(time.Duration) time.Duration
 }
 
 // WithProbes runs the pods' probes with m (give the Syncer
@@ -108,6 +112,24 @@ func WithResyncPeriod(d time.Duration) Option { return func(o *options) { o.resy
 
 // WithErrorRetry sets the delay before a failed sync is retried.
 func WithErrorRetry(d time.Duration) Option { return func(o *options) { o.errorRetry = d } }
+
+// JitterFactor is kubelet's workerBackOffPeriodJitterFactor: a failed
+// sync is retried after its delay plus up to half of it more.
+const JitterFactor = 0.5
+
+// Jitter is kubelet's wait.Jitter(d, JitterFactor): d plus a random part
+// of up to JitterFactor times d.
+func Jitter(d time.Duration) time.Duration {
+	return d + time.Duration(rand.Float64()*JitterFactor*float64(d))
+}
+
+// WithJitter sets how the delay before a failed sync's retry is spread
+// (default Jitter; func(d time.Duration) time.Duration { return d } for
+// none, which retries a crash-looping container the moment its back-off
+// ends, sooner than kubelet).
+func WithJitter(f func(time.Duration) time.Duration) Option {
+	return func(o *options) { o.jitter = f }
+}
 
 // WithGC sets the garbage collection period (0: none) and policy.
 func WithGC(period time.Duration, policy podsync.GCPolicy) Option {
@@ -171,9 +193,12 @@ type worker struct {
 func New(syncer *podsync.Syncer, rt runtime.RuntimeService, opts ...Option) *Workers {
 	o := options{clock: clock.RealClock{}, relist: DefaultRelistPeriod, resync: DefaultResyncPeriod,
 		errorRetry: DefaultErrorRetry, gcPeriod: DefaultGCPeriod, gcPolicy: podsync.DefaultGCPolicy,
-		logger: logr.Discard(), syncDeadline: 4 * time.Minute}
+		logger: logr.Discard(), syncDeadline: 4 * time.Minute, jitter: Jitter}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.jitter == nil {
+		o.jitter = Jitter
 	}
 	if o.clock == nil {
 		o.clock = clock.RealClock{}
@@ -525,8 +550,9 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 		}
 		if err != nil {
 			cancel()
-			w.record(p, PodState{Status: nil, Err: err, APIStatus: p.lastAPIStatus(w)})
-			return w.o.clock.Now().Add(w.o.errorRetry), false
+			retry := w.retryAfter(w.o.errorRetry)
+			w.record(p, PodState{Status: nil, Err: err, APIStatus: p.lastAPIStatus(w), NextSync: retry})
+			return retry, false
 		}
 		if terminating {
 			r := w.syncer.KillPod(ctx, pod, status, grace)
@@ -542,8 +568,9 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 			}
 			cancel()
 			if r.Error() != nil || err != nil {
-				w.record(p, PodState{Status: status, Result: r, Err: err, APIStatus: w.apiStatus(p, pod, status, false)})
-				return w.o.clock.Now().Add(w.o.errorRetry), false
+				retry := w.retryAfter(w.o.errorRetry)
+				w.record(p, PodState{Status: status, Result: r, Err: err, APIStatus: w.apiStatus(p, pod, status, false), NextSync: retry})
+				return retry, false
 			}
 			if w.o.probes != nil {
 				w.o.probes.RemovePod(pod.UID)
@@ -557,28 +584,21 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 			secrets, err = w.o.secrets(ctx, pod)
 			if err != nil {
 				cancel()
-				w.record(p, PodState{Status: status, Err: err, APIStatus: w.apiStatus(p, pod, status, false)})
-				return w.o.clock.Now().Add(w.o.errorRetry), false
+				retry := w.retryAfter(w.o.errorRetry)
+				w.record(p, PodState{Status: status, Err: err, APIStatus: w.apiStatus(p, pod, status, false), NextSync: retry})
+				return retry, false
 			}
 		}
 		r := w.syncer.SyncPod(ctx, pod, status, secrets)
 		cancel()
 		w.reasons.Update(pod.UID, r)
-		nextSync, hasNext := r.NextSync()
 		st := PodState{Status: status, Result: r, APIStatus: w.apiStatus(p, pod, status, false)}
-		if hasNext {
-			st.NextSync = nextSync
+		if r.Error() != nil {
+			st.NextSync = w.retryAt(r)
 		}
 		w.record(p, st)
-		if err := r.Error(); err != nil {
-			if hasNext && onlyBackOff(r) {
-				return nextSync, false
-			}
-			retry := w.o.clock.Now().Add(w.o.errorRetry)
-			if hasNext && nextSync.Before(retry) {
-				retry = nextSync
-			}
-			return retry, false
+		if r.Error() != nil {
+			return st.NextSync, false
 		}
 		if len(r.Results) == 0 || i >= 20 {
 			return time.Time{}, false
@@ -586,6 +606,34 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 		fresh = true
 	}
 	return time.Time{}, false
+}
+
+// retryAt is when a failed sync is retried, as kubelet's pod workers
+// requeue it (completeWork): when a back-off ends (the earliest, if every
+// failure is a back-off, else the earlier of that and the error retry),
+// else after the error retry; the delay at most the resync period, then
+// spread by the jitter (kubelet's 0 to 50% more).
+func (w *Workers) retryAt(r podsync.Result) time.Time {
+	d := w.o.errorRetry
+	if nextSync, ok := r.NextSync(); ok {
+		until := nextSync.Sub(w.o.clock.Now())
+		if onlyBackOff(r) || until < d {
+			d = until
+		}
+	}
+	return w.retryAfter(d)
+}
+
+// retryAfter is now plus d, at least 0 and at most the resync period,
+// spread by the jitter.
+func (w *Workers) retryAfter(d time.Duration) time.Time {
+	if d < 0 {
+		d = 0
+	}
+	if w.o.resync > 0 && d > w.o.resync {
+		d = w.o.resync
+	}
+	return w.o.clock.Now().Add(w.o.jitter(d))
 }
 
 // onlyBackOff: every failed step is a back-off, which ends on its own.

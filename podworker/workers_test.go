@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -360,3 +361,84 @@ func TestOrphansRemovedAfterSourcesReady(t *testing.T) {
 }
 
 func ctx() context.Context { return context.Background() }
+
+// Kubelet's pod workers requeue a sync that failed on a back-off for the
+// time left of it plus up to half as much again (wait.Jitter with
+// workerBackOffPeriodJitterFactor 0.5), so a crash-looping container is
+// restarted after its back-off ends, not the moment it does. With the
+// largest spread: not restarted at the back-off's end (the retry timer is
+// still waiting), restarted at the jittered time.
+func TestCrashLoopRetryIsJittered(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Unix(1_000_000, 0))
+	f := fake.New(fake.WithClock(clk), fake.WithStartFunc(exitInits))
+	root := t.TempDir()
+	ims := images.NewManager(f, images.WithClock(clk))
+	defer ims.Close()
+	syncer := podsync.NewSyncer(f, ims, podsync.WithClock(clk), podsync.WithRootDir(root), podsync.WithPodLogsDir(root+"/logs"))
+	states := make(chan podworker.PodState, 100)
+	most := func(d time.Duration) time.Duration { return d + time.Duration(podworker.JitterFactor*float64(d)) }
+	w := podworker.New(syncer, f, podworker.WithClock(clk), podworker.WithRelistPeriod(0), podworker.WithResyncPeriod(0), podworker.WithContainerEvents(false),
+		podworker.WithGC(0, podsync.DefaultGCPolicy), podworker.WithJitter(most),
+		podworker.WithOnSync(func(_ types.UID, st podworker.PodState) { states <- st }))
+	defer w.Close()
+	pod := testPod("jitter")
+	pod.Spec.InitContainers = nil
+	pod.Spec.Containers = pod.Spec.Containers[:1]
+	if err := w.Upsert(pod); err != nil {
+		t.Fatal(err)
+	}
+	next := func(cond func(podworker.PodState) bool) podworker.PodState {
+		for {
+			select {
+			case st := <-states:
+				if cond(st) {
+					return st
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("no sync for 20 s; fake clock at %v", clk.Now())
+			}
+		}
+	}
+	runningIDs := func() []*runtimeapi.Container {
+		cs, _ := f.ListContainers(context.Background(), &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}})
+		return cs
+	}
+	crash := func(seen time.Duration) {
+		t.Helper()
+		cs := runningIDs()
+		if len(cs) != 1 {
+			t.Fatalf("%d running containers", len(cs))
+		}
+		if err := f.ExitContainer(cs[0].Id, fake.Exit{Code: 1}); err != nil {
+			t.Fatal(err)
+		}
+		clk.Step(seen)
+		if err := w.Relist(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next(running)
+	crash(0) // the first restart has no back-off
+	next(running)
+	crash(2 * time.Second) // the sync that meets the back-off comes 2 s after the exit
+	st := next(func(st podworker.PodState) bool { return !st.NextSync.IsZero() })
+	backOffEnd, ok := st.Result.NextSync()
+	if !errors.Is(st.Result.Error(), podsync.ErrCrashLoopBackOff) || !ok {
+		t.Fatalf("result %v, want CrashLoopBackOff", st.Result.Error())
+	}
+	if want := st.Synced.Add(most(backOffEnd.Sub(st.Synced))); !st.NextSync.Equal(want) {
+		t.Fatalf("retry at %v, want %v (back-off ends %v, %v after the sync, plus half)", st.NextSync, want, backOffEnd, backOffEnd.Sub(st.Synced))
+	}
+	for !clk.HasWaiters() { // the retry timer is armed after the state is reported
+		goruntime.Gosched()
+	}
+	clk.SetTime(backOffEnd)
+	if !clk.HasWaiters() || len(runningIDs()) != 0 {
+		t.Fatalf("retried when the back-off ended, at %v; kubelet retries at %v", backOffEnd, st.NextSync)
+	}
+	clk.SetTime(st.NextSync)
+	next(running)
+	if created := time.Unix(0, runningIDs()[0].CreatedAt); created.Before(st.NextSync) {
+		t.Fatalf("restarted at %v, before the retry at %v", created, st.NextSync)
+	}
+}
