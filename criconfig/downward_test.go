@@ -94,6 +94,20 @@ func TestUnknownNodeFacts(t *testing.T) {
 			}
 		})
 	}
+	t.Run("OOM score of a Burstable container", func(t *testing.T) {
+		p := testPod(func(p *corev1.Pod) { p.Spec.Containers[0].Resources = res(rl("memory", "1Gi"), nil) })
+		_, err := ContainerConfig(Container{Pod: p, Container: &p.Spec.Containers[0]}, Node{})
+		if !errors.Is(err, ErrUnknownNodeFact) {
+			t.Fatalf("err = %v, want ErrUnknownNodeFact", err)
+		}
+		// BestEffort and Guaranteed scores need no capacity.
+		for _, r := range []corev1.ResourceRequirements{{}, res(rl("cpu", "1", "memory", "1Gi"), rl("cpu", "1", "memory", "1Gi"))} {
+			p.Spec.Containers[0].Resources = r
+			if _, err := ContainerConfig(Container{Pod: p, Container: &p.Spec.Containers[0]}, Node{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 	// What needs no node fact is still answered.
 	for res, want := range map[string]string{"limits.cpu": "1", "requests.memory": "0"} {
 		src := &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: res}}

@@ -4,16 +4,32 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"net"
 	"os"
+	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	netutils "k8s.io/utils/net"
 )
 
 // FromHost fills the zero fields of n that kubelet reads from the machine
 // it runs on: memory capacity (/proc/meminfo), huge page sizes
-// (/sys/kernel/mm/hugepages), the cgroup hierarchy and swap accounting
-// (/sys/fs/cgroup), and the content of n.ResolvConf. It is the one
-// function here that reads the disk; everything else is pure.
+// (/sys/kernel/mm/hugepages), the cgroup hierarchy (the filesystem type
+// of /sys/fs/cgroup, as runc's IsCgroup2UnifiedMode) and swap accounting,
+// the content of n.ResolvConf, the node's IPs (HostIPs: as kubelet's node
+// address setter without --node-ip: n.Name when it is an IP, else the
+// first usable address the node name or hostname resolves to, IPv4
+// first, else the address of the default route's interface) and its
+// allocatable resources (Allocatable: kubelet's capacity minus its default
+// reservations, see HostAllocatable). It is the one function here that
+// reads the disk; everything else is pure. A fact it cannot read stays
+// zero, and what needs it is refused (ErrUnknownNodeFact), never guessed.
 func FromHost(n Node) Node {
 	if n.MemoryCapacity == 0 {
 		n.MemoryCapacity = memTotal()
@@ -22,8 +38,7 @@ func FromHost(n Node) Node {
 		n.HugePageSizes = hugePageSizes()
 	}
 	if !n.CgroupV2 {
-		_, err := os.Stat("/sys/fs/cgroup/cgroup.controllers")
-		n.CgroupV2 = err == nil
+		n.CgroupV2 = cgroup2Unified()
 	}
 	if !n.SwapController {
 		p := "/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"
@@ -47,7 +62,178 @@ func FromHost(n Node) Node {
 			n.ResolvConfContent = b
 		}
 	}
+	if n.HostIPs == nil {
+		if ip := hostIP(n.Name); ip != nil {
+			n.HostIPs = []string{ip.String()}
+		}
+	}
+	if n.Allocatable == nil {
+		n.Allocatable = HostAllocatable(n.rootDir(), n.MemoryCapacity, n.HugePageSizes)
+	}
 	return n
+}
+
+// cgroup2Unified reports whether /sys/fs/cgroup is the cgroup v2
+// filesystem (runc's IsCgroup2UnifiedMode, kubelet's test).
+func cgroup2Unified() bool {
+	var st unix.Statfs_t
+	if err := unix.Statfs("/sys/fs/cgroup", &st); err != nil {
+		return false
+	}
+	return st.Type == unix.CGROUP2_SUPER_MAGIC
+}
+
+// hostIP is kubelet's node IP without --node-ip and without a cloud
+// provider (nodestatus.NodeAddress): the node name when it is an IP;
+// else the first address the name resolves to that is a usable node IP
+// (not loopback, multicast, link-local or unspecified, and on one of this
+// host's interfaces), IPv4 preferred; else the address of the interface
+// of the default route. name "" is this host's name, lower-cased, as
+// kubelet's default node name. nil when none is found.
+func hostIP(name string) net.IP {
+	if name == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil
+		}
+		name = strings.ToLower(strings.TrimSpace(h))
+	}
+	if ip := netutils.ParseIPSloppy(name); ip != nil {
+		return ip
+	}
+	var found net.IP
+	addrs, _ := net.LookupIP(name)
+	for _, a := range addrs {
+		if !usableNodeIP(a) {
+			continue
+		}
+		if a.To4() != nil {
+			return a
+		}
+		if found == nil {
+			found = a
+		}
+	}
+	if found != nil {
+		return found
+	}
+	ip, err := utilnet.ResolveBindAddress(nil)
+	if err != nil || ip == nil || ip.IsUnspecified() {
+		return nil
+	}
+	return ip
+}
+
+// usableNodeIP is kubelet's validateNodeIP.
+func usableNodeIP(ip net.IP) bool {
+	if ip.To16() == nil || ip.IsLoopback() || ip.IsMulticast() || ip.IsLinkLocalUnicast() || ip.IsUnspecified() {
+		return false
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		var local net.IP
+		switch v := a.(type) {
+		case *net.IPNet:
+			local = v.IP
+		case *net.IPAddr:
+			local = v.IP
+		}
+		if local != nil && local.Equal(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// Kubelet's default evictionHard thresholds that reserve capacity
+// (pkg/kubelet/eviction defaults_linux.go): memory.available<100Mi and
+// nodefs.available<10%.
+const (
+	defaultEvictionMemory = 100 << 20
+	// defaultEvictionNodeFS is kubelet's 10%, a float32 there.
+	defaultEvictionNodeFS = float32(0.1)
+)
+
+// HostAllocatable is the node allocatable kubelet v1.37.2 reports in its
+// default configuration (no kube-reserved or system-reserved) on this
+// host: cpu, the logical CPUs (/proc/cpuinfo, as cAdvisor; the Go
+// runtime's count if unreadable); memory, memoryCapacity less the default
+// hard eviction threshold of 100Mi and less the pre-allocated huge pages;
+// each huge page size at its pre-allocated amount; ephemeral-storage, the
+// size of the filesystem holding rootDir (statfs of it, or of its nearest
+// existing parent before it is made) less the default 10% nodefs
+// threshold. A resource it cannot read is left out (memoryCapacity 0:
+// no memory).
+func HostAllocatable(rootDir string, memoryCapacity int64, hugePageSizes []int64) corev1.ResourceList {
+	a := corev1.ResourceList{
+		corev1.ResourceCPU: *resource.NewMilliQuantity(int64(numCPUs())*1000, resource.DecimalSI),
+	}
+	var huge int64
+	for _, size := range hugePageSizes {
+		n, err := readInt(fmt.Sprintf("/sys/kernel/mm/hugepages/hugepages-%dkB/nr_hugepages", size/1024))
+		if err != nil {
+			continue
+		}
+		q := resource.NewQuantity(size, resource.BinarySI)
+		a[corev1.ResourceName(corev1.ResourceHugePagesPrefix+q.String())] = *resource.NewQuantity(size*n, resource.BinarySI)
+		huge += size * n
+	}
+	if memoryCapacity > 0 {
+		a[corev1.ResourceMemory] = *resource.NewQuantity(max(memoryCapacity-defaultEvictionMemory-huge, 0), resource.BinarySI)
+	}
+	if fs := fsCapacity(rootDir); fs > 0 {
+		reserved := int64(float64(fs) * float64(defaultEvictionNodeFS))
+		a[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(max(fs-reserved, 0), resource.BinarySI)
+	}
+	return a
+}
+
+// numCPUs counts the processor entries of /proc/cpuinfo, as cAdvisor's
+// machine info.
+func numCPUs() int {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return goruntime.NumCPU()
+	}
+	n := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, _, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "processor" {
+			n++
+		}
+	}
+	if n == 0 {
+		return goruntime.NumCPU()
+	}
+	return n
+}
+
+// fsCapacity is the size in bytes of the filesystem that holds dir (or
+// would: its nearest existing parent), blocks times fragment size as
+// cAdvisor reads it; 0 when none can be read.
+func fsCapacity(dir string) int64 {
+	dir = filepath.Clean(dir)
+	for {
+		var st unix.Statfs_t
+		if err := unix.Statfs(dir, &st); err == nil {
+			return int64(st.Blocks) * st.Frsize
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return 0
+		}
+		dir = parent
+	}
+}
+
+func readInt(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 }
 
 func memTotal() int64 {

@@ -23,7 +23,7 @@ func TestMemoryQoS(t *testing.T) {
 	high := func(req, lim int64) string {
 		return strconv.FormatInt(int64(math.Floor(float64(req)+(float64(lim)-float64(req))*factor)/page)*page, 10)
 	}
-	v2 := Node{CgroupV2: true, SingleProcessOOMKill: true, PageSize: page, MemoryThrottlingFactor: &factor,
+	v2 := Node{CgroupV2: true, SingleProcessOOMKill: true, PageSize: page, MemoryCapacity: 32 << 30, MemoryThrottlingFactor: &factor,
 		MemoryReservationPolicy: MemoryReservationTiered, Allocatable: rl("cpu", "4", "memory", "32Gi")}
 	burstable := func(p *corev1.Pod) {
 		p.Spec.Containers[0].Resources = res(rl("memory", "128Mi"), rl("memory", "256Mi"))
@@ -51,7 +51,7 @@ func TestMemoryQoS(t *testing.T) {
 			map[string]string{"memory.low": "134217728"}},
 		{"policy None: memory.min and memory.low 0", guaranteed, with(func(n *Node) { n.MemoryReservationPolicy = MemoryReservationNone }),
 			map[string]string{"memory.min": "0", "memory.low": "0"}},
-		{"kubelet's defaults (gate on, policy None, no factor)", burstable, Node{CgroupV2: true, SingleProcessOOMKill: true},
+		{"kubelet's defaults (gate on, policy None, no factor)", burstable, Node{CgroupV2: true, SingleProcessOOMKill: true, MemoryCapacity: 32 << 30},
 			map[string]string{"memory.min": "0", "memory.low": "0"}},
 		{"MemoryQoS off on cgroup v2: memory.high max", burstable, with(func(n *Node) { n.MemoryQoS = ptr(false) }),
 			map[string]string{"memory.high": "max"}},

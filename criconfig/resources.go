@@ -74,6 +74,11 @@ func containerResources(pod *corev1.Pod, c *corev1.Container, node Node) (*runti
 		}
 	}
 	r := linuxResources(cpuRequest, cpuLimit, memLimit, node)
+	if node.MemoryCapacity <= 0 && !isNodeCriticalPod(pod) && QOSClass(pod) == corev1.PodQOSBurstable {
+		// A Burstable container's OOM score is its share of the node's
+		// memory; kubelet always knows it (cAdvisor).
+		return nil, unknownNodeFact("container %q: the OOM score of a Burstable pod needs the node's memory capacity (Node.MemoryCapacity)", c.Name)
+	}
 	r.OomScoreAdj = OOMScoreAdj(pod, c, node.MemoryCapacity)
 	r.HugepageLimits = hugepageLimits(pod, c, node)
 	if node.SwapController {
