@@ -23,16 +23,19 @@ import (
 // instance changes only by leaving that state, so its cached details stay
 // true; an instance in unknown state is asked about every time.
 //
-// An exited instance is asked about again on every read for
-// ExitSettleTime after the cache first saw it exited, unless its reason is
-// already OOMKilled: a runtime may report the exit before it has recorded
+// An instance that exited with a non-zero code is asked about again on
+// every read for ExitSettleTime after the cache first saw it exited,
+// unless its reason is already OOMKilled: a runtime may report the exit
+// before it has recorded
 // why (containerd handles a container's exit and its OOM event
 // separately, and until both are in says "Error" for a container its
 // memory limit killed). Kubelet reads every container of a pod whose
 // instances changed, so it catches the late reason; a cache that never
 // re-read would keep "Error" for the pod's life. A changed answer counts
 // as a change of the pod (Relist reports it). After ExitSettleTime the
-// instance is not asked about again. It is safe for concurrent use.
+// instance is not asked about again. A container that exited 0 is not
+// asked again (kubelet would still catch an OOM kill of one of its
+// processes that the runtime records late). It is safe for concurrent use.
 //
 // Returned statuses share ContainerStatus values and maps with the cache:
 // read them, do not modify them.
@@ -64,10 +67,11 @@ type cachedContainer struct {
 const ExitSettleTime = 10 * time.Second
 
 // settling reports whether an exited instance's status may still change:
-// its reason is not OOMKilled and it exited less than ExitSettleTime ago.
+// it failed (a non-zero exit code) with a reason other than OOMKilled,
+// less than ExitSettleTime ago.
 func (e cachedContainer) settling(now time.Time) bool {
-	return e.state == runtimeapi.ContainerState_CONTAINER_EXITED && e.status.Reason != "OOMKilled" &&
-		now.Before(e.exitedSeen.Add(ExitSettleTime))
+	return e.state == runtimeapi.ContainerState_CONTAINER_EXITED && e.status.ExitCode != 0 &&
+		e.status.Reason != "OOMKilled" && now.Before(e.exitedSeen.Add(ExitSettleTime))
 }
 
 // sameExit reports whether two reads of an exited instance say the same.

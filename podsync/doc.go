@@ -64,11 +64,12 @@
 //     a loop sleeps until then.
 //   - Status goes through StatusCache: per call one ListPodSandbox and one
 //     ListContainers, and a status call only for an instance that is new
-//     or changed state, or that exited less than ExitSettleTime (10 s) ago
-//     with a reason other than OOMKilled, since a runtime may record an
-//     OOM kill after it reports the exit (a fresh 2-init, 3-app pod: 51
-//     calls against 50 for the bare sequence). Relist does the same for
-//     the whole node, and counts a late reason as a change of the pod.
+//     or changed state, or that failed (non-zero exit code) less than
+//     ExitSettleTime (10 s) ago with a reason other than OOMKilled, since a
+//     runtime may record an OOM kill after it reports the exit (a fresh
+//     2-init, 3-app pod: 45 calls against 50 for the bare sequence).
+//     Relist does the same for the whole node, and counts a late reason as
+//     a change of the pod.
 //   - Lost answers: an instance the runtime created but whose
 //     CreateContainer answer was lost (a dead connection, a deadline) is
 //     listed as created and never started. The next start of that
