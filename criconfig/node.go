@@ -20,7 +20,10 @@ type Node struct {
 	// PodLogsDir is kubelet's podLogsDir (default /var/log/pods).
 	PodLogsDir string
 	// ClusterDomain and ClusterDNS are kubelet's clusterDomain and
-	// clusterDNS, for the ClusterFirst DNS policies.
+	// clusterDNS, for the ClusterFirst DNS policies. Both default to none,
+	// as kubelet's: without a domain, ClusterFirst pods get no cluster
+	// searches and a pod's subdomain gives the domain
+	// "<subdomain>.<namespace>.svc.".
 	ClusterDomain string
 	ClusterDNS    []string
 	// ResolvConf is kubelet's resolvConf (default /etc/resolv.conf) for the
@@ -127,13 +130,6 @@ func (n Node) podLogsDir() string {
 		return "/var/log/pods"
 	}
 	return n.PodLogsDir
-}
-
-func (n Node) clusterDomain() string {
-	if n.ClusterDomain == "" {
-		return "cluster.local"
-	}
-	return n.ClusterDomain
 }
 
 func (n Node) seccompRoot() string {

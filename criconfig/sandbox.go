@@ -39,7 +39,7 @@ func PodLabels(pod *corev1.Pod) map[string]string {
 // characters without a trailing "-" or "."; with setHostnameAsFQDN the
 // FQDN, which must fit in 64 characters.
 func Hostname(pod *corev1.Pod, node Node) (hostname, domain string, err error) {
-	hostname, domain, err = mounts.HostnameAndDomain(pod, node.clusterDomain())
+	hostname, domain, err = mounts.HostnameAndDomain(pod, node.ClusterDomain)
 	if err != nil {
 		return "", "", err
 	}

@@ -87,8 +87,9 @@ type options struct {
 // WithDisk sets where side effects go (default: OSDisk).
 func WithDisk(d Disk) Option { return func(o *options) { o.disk = d } }
 
-// WithClusterDomain sets the domain for pods with a subdomain (default
-// cluster.local).
+// WithClusterDomain sets the domain for pods with a subdomain: kubelet's
+// clusterDomain. The default is kubelet's, none: such a pod's domain is
+// then "<subdomain>.<namespace>.svc." as kubelet makes it.
 func WithClusterDomain(d string) Option { return func(o *options) { o.clusterDomain = d } }
 
 // WithNodeHostsFile sets the node's hosts file copied for host-network pods
@@ -118,7 +119,7 @@ func WithoutTerminationMessage() Option { return func(o *options) { o.noTerminat
 // hostile subPaths, ...) is refused first, with an error matching
 // validation.ErrInvalidPod (and ErrInvalidName).
 func Make(ctx context.Context, req Request, opts ...Option) ([]Mount, error) {
-	o := options{disk: OSDisk{}, clusterDomain: "cluster.local", nodeHostsFile: EtcHostsPath}
+	o := options{disk: OSDisk{}, nodeHostsFile: EtcHostsPath}
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -128,7 +128,9 @@ func WithRootDir(dir string) Option { return func(o *options) { o.node.RootDir =
 func WithPodLogsDir(dir string) Option { return func(o *options) { o.node.PodLogsDir = dir } }
 
 // WithClusterDomain sets the cluster domain for hostnames, DNS searches
-// and /etc/hosts; the same as Node.ClusterDomain.
+// and /etc/hosts; the same as Node.ClusterDomain. The default is
+// kubelet's, none (no cluster searches; a subdomain's domain ends in
+// ".svc.").
 func WithClusterDomain(d string) Option { return func(o *options) { o.node.ClusterDomain = d } }
 
 // WithSELinux says SELinux is enabled on the node, so mounts ask to be
@@ -185,9 +187,6 @@ func NewSyncer(rt runtime.RuntimeService, ims ImageEnsurer, opts ...Option) *Syn
 	}
 	if o.node.PodLogsDir == "" {
 		o.node.PodLogsDir = DefaultPodLogsDir
-	}
-	if o.node.ClusterDomain == "" {
-		o.node.ClusterDomain = "cluster.local"
 	}
 	if !o.nodeSet && o.node.ResolvConf == "" {
 		o.node.ResolvConf = "/etc/resolv.conf"

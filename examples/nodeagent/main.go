@@ -45,7 +45,7 @@ func main() {
 	rootDir := flag.String("root-dir", filepath.Join(os.TempDir(), "podstart-agent"), "kubelet-style root dir (pod directories and volumes)")
 	logsDir := flag.String("pod-logs-dir", "", "pod log directory (default: <root-dir>/logs)")
 	clusterDNS := flag.String("cluster-dns", "", "comma-separated DNS server IPs for ClusterFirst pods (kubelet's --cluster-dns)")
-	clusterDomain := flag.String("cluster-domain", "cluster.local", "the cluster's DNS domain")
+	clusterDomain := flag.String("cluster-domain", "cluster.local", "the cluster's DNS domain (kubelet's --cluster-domain, whose default is none; kubeadm clusters use cluster.local)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
