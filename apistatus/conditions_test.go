@@ -2,6 +2,7 @@ package apistatus_test
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -241,5 +242,41 @@ func TestReadyToStartContainersCondition(t *testing.T) {
 				t.Fatalf("PodReadyToStartContainers %q %q %q, want %q %q %q", got.Status, got.Reason, got.Message, c.want, reason, c.message)
 			}
 		})
+	}
+}
+
+// Kubelet's getPhase counts the pod initialised (podHasInitialized) only
+// when an app container ran in the newest sandbox and that sandbox is
+// ready: its GetPodStatus has no active sandbox, so no active containers,
+// when the newest is not ready. A pod whose sidecar runs but has not
+// passed its startup probe and whose app container exited is Running while
+// its sandbox is ready, and Pending once the sandbox is not.
+func TestPhaseActiveContainersNeedAReadySandbox(t *testing.T) {
+	t.Parallel()
+	always := corev1.ContainerRestartPolicyAlways
+	pod := &corev1.Pod{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways,
+		InitContainers: []corev1.Container{{Name: "side", Image: "envoy:1", RestartPolicy: &always, StartupProbe: &corev1.Probe{}}},
+		Containers:     []corev1.Container{{Name: "app", Image: "nginx:1"}}}}
+	at := genNow.Add(-time.Minute)
+	for _, tc := range []struct {
+		name  string
+		state runtimeapi.PodSandboxState
+		want  corev1.PodPhase
+	}{
+		{"newest sandbox ready", runtimeapi.PodSandboxState_SANDBOX_READY, corev1.PodRunning},
+		{"newest sandbox not ready", runtimeapi.PodSandboxState_SANDBOX_NOTREADY, corev1.PodPending},
+	} {
+		rs := &podsync.PodStatus{
+			SandboxStatuses: []*runtimeapi.PodSandboxStatus{{Id: "sb0", State: tc.state, Metadata: &runtimeapi.PodSandboxMetadata{},
+				Network: &runtimeapi.PodSandboxNetworkStatus{Ip: "10.0.0.1"}}},
+			ContainerStatuses: []*podsync.ContainerStatus{
+				{ID: "a1", Name: "app", State: podsync.ContainerStateExited, ExitCode: 1, Reason: "Error", SandboxID: "sb0", CreatedAt: at, StartedAt: at, FinishedAt: at},
+				{ID: "s1", Name: "side", State: podsync.ContainerStateRunning, SandboxID: "sb0", CreatedAt: at, StartedAt: at},
+			},
+		}
+		s := apistatus.PodStatus(apistatus.Input{Pod: pod, Status: rs, Now: genNow})
+		if s.Phase != tc.want {
+			t.Errorf("%s: phase %s, want %s", tc.name, s.Phase, tc.want)
+		}
 	}
 }

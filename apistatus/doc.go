@@ -1,5 +1,5 @@
 // Package apistatus turns what the runtime says of a pod into the
-// corev1.PodStatus a user or an API server expects: kubelet v1.36's
+// corev1.PodStatus a user or an API server expects: kubelet v1.37.2's
 // generateAPIPodStatus, its probe manager's UpdatePodStatus and its status
 // manager's bookkeeping, as one pure function, PodStatus.
 //
@@ -19,9 +19,11 @@
 //     termination message, times), lastState from the previous instance,
 //     restart count, image and image ID, container ID "<runtime>://<id>",
 //     started and ready from the probes;
-//   - conditions PodReadyToStartContainers, Initialized, Ready (with
-//     readiness gates), ContainersReady and PodScheduled, with kubelet's
-//     reasons and messages; LastTransitionTime kept while a condition's
+//   - conditions PodReadyToStartContainers (False with reason
+//     PodSandboxNotReady and kubelet's message for why a new sandbox is
+//     needed, v1.37), Initialized, Ready (with readiness gates),
+//     ContainersReady and PodScheduled, with kubelet's reasons and
+//     messages; LastTransitionTime kept while a condition's
 //     status does not change; conditions set by others kept;
 //   - pod IPs (the first of the node's family, then the first of the
 //     other, parsed as kubelet parses them), host IPs (Input.HostIPs cut
@@ -46,13 +48,14 @@
 // is the caller's.
 //
 // Pod-level Resources and AllocatedResources (kubelet's
-// InPlacePodLevelResourcesVerticalScaling, beta and on in v1.36) are the
+// InPlacePodLevelResourcesVerticalScaling, beta and on since v1.36) are the
 // pod's effective requests and limits from its spec, as kubelet reports
 // them for a pod that is not running; for a running pod kubelet reads the
 // pod cgroup, which podstart does not make, so a kubelet with pod cgroups
-// may show them rounded as the cgroup stores them (CPU shares). The
-// side-by-side test against kubelet v1.36.3 (examples/nodeagent) finds
-// them equal. A container's Resources carry no memory request from the
+// may show them rounded as the cgroup stores them (CPU shares; v1.37
+// keeps the allocated CPU request when the cgroup v2 weight round trip
+// explains the difference). The side-by-side test against kubelet v1.36.3
+// (examples/nodeagent) found them equal for running pods. A container's Resources carry no memory request from the
 // runtime (no CRI runtime reports one, so kubelet never has one either);
 // kubelet's own test feeds one.
 //
@@ -62,8 +65,10 @@
 //
 // The kubelet tests this package's tests port (kubelet_test.go,
 // kubelet_pods_test.go, status/generate_test.go,
-// status/status_manager_test.go of v1.36.3) are named in each test's
-// doc; ../test/diff compares the condition generators with kubelet's on
+// status/status_manager_test.go of v1.36.3; generateAPIPodStatus, getPhase
+// and the condition generators are unchanged in v1.37.2 but for
+// PodReadyToStartContainers' reason and message, whose test is v1.37.2's)
+// are named in each test's doc; ../test/diff compares the condition generators with kubelet's on
 // random inputs.
 //
 // Not built, as in podsync: RestartAllContainers (no

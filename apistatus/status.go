@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	netutils "k8s.io/utils/net"
 
 	"github.com/podstart/podstart/criconfig"
@@ -390,9 +391,10 @@ func family(s string) int {
 
 // hasActiveRegularContainer is kubelet's
 // HasAnyActiveRegularContainerStarted: an app container instance in the
-// newest sandbox.
+// newest sandbox, when that sandbox is ready (kubelet's GetPodStatus has
+// no active sandbox, so no active containers, otherwise).
 func hasActiveRegularContainer(pod *corev1.Pod, rs *podsync.PodStatus) bool {
-	if len(rs.SandboxStatuses) == 0 {
+	if len(rs.SandboxStatuses) == 0 || rs.SandboxStatuses[0].GetState() != runtimeapi.PodSandboxState_SANDBOX_READY {
 		return false
 	}
 	newest := rs.SandboxStatuses[0].Id
