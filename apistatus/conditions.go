@@ -132,7 +132,7 @@ func InitializedCondition(pod *corev1.Pod, old *corev1.PodStatus, statuses []cor
 		msgs = append(msgs, "containers with incomplete status: "+names(incomplete))
 	}
 	if len(msgs) > 0 {
-		// RestartAllContainersOnContainerExits (on by default in v1.36):
+		// RestartAllContainersOnContainerExits (on by default since v1.36):
 		// once initialized, a pod stays so while its containers restart.
 		if o := findCondition(old.Conditions, corev1.PodInitialized); o != nil && o.Status == corev1.ConditionTrue {
 			cond.Status = corev1.ConditionTrue

@@ -249,7 +249,7 @@ func updateProbeStatus(pod *corev1.Pod, s *corev1.PodStatus, p Probes, proberSta
 			return true
 		}
 		// Kubelet's setReadyStateOnKubeletRestart (ChangeContainerStatusOnKubeletRestart
-		// off by default in v1.36): a container running since before the
+		// deprecated, off by default in v1.36 and v1.37): a container running since before the
 		// prober started (less a 10 s grace) and not yet probed keeps the
 		// readiness of a pod the API server has Ready, so an agent restart
 		// does not flap it.

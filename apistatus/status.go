@@ -494,7 +494,7 @@ func resizeCondition(pod *corev1.Pod, rs *podsync.PodStatus, old *corev1.PodStat
 }
 
 // podResources is the pod-level Resources and AllocatedResources of
-// kubelet v1.36 (InPlacePodLevelResourcesVerticalScaling, on by default):
+// kubelet v1.37.2 (InPlacePodLevelResourcesVerticalScaling, on by default):
 // the pod's effective requests (containers and sidecars by the sidecar
 // KEP's formula, pod-level requests over them, plus overhead) and limits.
 // Kubelet reports these for a pod that is not running and reads the pod

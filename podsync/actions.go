@@ -284,7 +284,7 @@ func computeSandboxPath(pod *corev1.Pod, status *PodStatus, a *Actions, attempt 
 	}
 	var candidates []int
 	for i := range pod.Spec.Containers {
-		// ContainerRestartRules (on in v1.36): a container's own policy
+		// ContainerRestartRules (on since v1.35): a container's own policy
 		// says whether a success ends it.
 		runOnce := pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure
 		if p := pod.Spec.Containers[i].RestartPolicy; p != nil {
@@ -374,7 +374,7 @@ func computeInitContainerActions(pod *corev1.Pod, status *PodStatus, probes Prob
 		case ContainerStateRunning:
 			if !sidecar {
 				// A running init container is resized in place
-				// (InPlacePodVerticalScalingInitContainers, on in v1.36).
+				// (InPlacePodVerticalScalingInitContainers, GA in v1.37).
 				computeResize(pod, c, s, status, a)
 				a.Waiting = append(a.Waiting, fmt.Sprintf("init container %q is running", c.Name))
 				break

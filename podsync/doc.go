@@ -87,8 +87,8 @@
 //
 // Only the sidecar-aware path exists: kubelet's legacy path (feature gate
 // LegacySidecarContainers, off by default and being removed) is not
-// implemented. Container restart rules (ContainerRestartRules, on in
-// v1.36) are kubelet's throughout: ContainerShouldRestart decides whether
+// implemented. Container restart rules (ContainerRestartRules, beta and on
+// since v1.35, as in v1.37.2) are kubelet's throughout: ContainerShouldRestart decides whether
 // an exited container or a failed init container restarts; a container
 // killed by a probe, or an init container in unknown state, follows its
 // own restartPolicy; a new sandbox skips a succeeded container whose own
