@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletconfig "k8s.io/kubelet/config/v1"
+	kubeletconfigv1alpha1 "k8s.io/kubelet/config/v1alpha1"
 	cpv1 "k8s.io/kubelet/pkg/apis/credentialprovider/v1"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -48,11 +49,14 @@ var pluginAPIVersions = []string{pluginGroup + "/v1", pluginGroup + "/v1alpha1",
 
 // LoadPluginConfig reads a CredentialProviderConfig (YAML or JSON,
 // kubelet.config.k8s.io v1alpha1, v1beta1 or v1) from a file, or from every
-// .json, .yaml and .yml file of a directory in lexical order, decoding
-// strictly and validating as kubelet does. tokenAttributes (service-account
-// token mode, KEP-4412) is validated as kubelet v1.36 validates it with
-// KubeletServiceAccountTokenForCredentialProviders on, and is an unknown
-// field in a v1alpha1 or v1beta1 document, as in kubelet.
+// .json, .yaml and .yml file of a directory in lexical order, as kubelet
+// v1.37.2 does: each file decoded strictly (ParsePluginConfig's decode
+// errors, after the file's path), then the providers merged (a name given
+// twice is "duplicate provider name \"x\" found in configuration
+// file(s)"), then the whole validated. tokenAttributes (service-account
+// token mode, KEP-4412) is validated as kubelet validates it with
+// KubeletServiceAccountTokenForCredentialProviders on (the v1.37 default),
+// and is an unknown field in a v1alpha1 or v1beta1 document, as in kubelet.
 func LoadPluginConfig(path string) (*kubeletconfig.CredentialProviderConfig, error) {
 	cfg, _, err := LoadPluginConfigWithHash(path)
 	return cfg, err
@@ -92,6 +96,7 @@ func LoadPluginConfigWithHash(path string) (*kubeletconfig.CredentialProviderCon
 	}
 	out := &kubeletconfig.CredentialProviderConfig{}
 	contents := make([][]byte, 0, len(files))
+	var configs []*kubeletconfig.CredentialProviderConfig
 	seen := map[string]bool{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -99,10 +104,14 @@ func LoadPluginConfigWithHash(path string) (*kubeletconfig.CredentialProviderCon
 			return nil, "", fmt.Errorf("%w: %v", ErrPluginConfig, err)
 		}
 		contents = append(contents, data)
-		cfg, err := ParsePluginConfig(data)
+		cfg, err := decodePluginConfig(data)
 		if err != nil {
-			return nil, "", fmt.Errorf("%s: %w", f, err)
+			return nil, "", fmt.Errorf("%s: %w: %v", f, ErrPluginConfig, err)
 		}
+		configs = append(configs, cfg)
+	}
+	// As kubelet: every file decoded, then merged, then the whole checked.
+	for _, cfg := range configs {
 		for _, p := range cfg.Providers {
 			if seen[p.Name] {
 				return nil, "", fmt.Errorf("%w: duplicate provider name %q found in configuration file(s)", ErrPluginConfig, p.Name)
@@ -111,42 +120,136 @@ func LoadPluginConfigWithHash(path string) (*kubeletconfig.CredentialProviderCon
 			out.Providers = append(out.Providers, p)
 		}
 	}
+	if err := validatePluginConfig(out); err != nil {
+		return nil, "", fmt.Errorf("%w: %v", ErrPluginConfig, err)
+	}
 	return out, PluginConfigHash(contents...), nil
 }
 
 // ParsePluginConfig decodes and validates one CredentialProviderConfig
-// document.
+// document, as kubelet v1.37.2's decode (the universal decoder of a strict
+// scheme holding kubelet.config.k8s.io v1, v1beta1 and v1alpha1), with its
+// error texts: "no kind \"X\" is registered for version \"g/v\"",
+// "strict decoding error: unknown field \"a\", duplicate field \"b\""
+// (duplicate YAML keys included), "Object 'Kind' is missing",
+// "unexpected GroupVersion string: a/b/c", json's type
+// errors, then "failed to decode \"X\" (wrong Kind)" for the other kinds
+// the scheme knows. Every error matches ErrPluginConfig. Two deliberate
+// differences: a missing kind or apiVersion does not quote the document
+// (kubelet's "Object 'Kind' is missing in '<document>'" would put the
+// plugins' env values in the error), and the "in scheme" suffix kubelet's
+// scheme adds to "no kind" is left out. A v1beta1 KubeletConfiguration or
+// SerializedNodeConfigSource is refused for its kind without kubelet's
+// strict decoding of it first.
 func ParsePluginConfig(data []byte) (*kubeletconfig.CredentialProviderConfig, error) {
-	var cfg kubeletconfig.CredentialProviderConfig
-	jsonData, err := yaml.YAMLToJSON(data)
+	cfg, err := decodePluginConfig(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrPluginConfig, err)
 	}
-	strictErrs, err := kjson.UnmarshalStrict(jsonData, &cfg)
-	if err != nil {
+	if err := validatePluginConfig(cfg); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrPluginConfig, err)
 	}
-	group, version, _ := strings.Cut(cfg.APIVersion, "/")
-	if group == configGroup && (version == "v1beta1" || version == "v1alpha1") {
-		// Decoded into v1's type, which alone has tokenAttributes: an
-		// unknown field to kubelet's v1alpha1 and v1beta1 decoders.
-		for i, p := range cfg.Providers {
-			if p.TokenAttributes != nil {
-				strictErrs = append(strictErrs, fmt.Errorf("unknown field %q", fmt.Sprintf("providers[%d].tokenAttributes", i)))
-			}
+	return cfg, nil
+}
+
+// configKinds are the kinds kubelet's credential provider config scheme
+// registers (k8s.io/kubelet/config's register.go), each with a type to
+// decode it strictly into (nil: not decoded, see ParsePluginConfig).
+// v1beta1's CredentialProviderConfig, ImagePullIntent and
+// ImagePulledRecord have v1alpha1's fields.
+var configKinds = map[string]map[string]func() any{
+	"v1": {"CredentialProviderConfig": func() any { return &kubeletconfig.CredentialProviderConfig{} }},
+	"v1alpha1": {
+		"CredentialProviderConfig": func() any { return &kubeletconfigv1alpha1.CredentialProviderConfig{} },
+		"ImagePullIntent":          func() any { return &kubeletconfigv1alpha1.ImagePullIntent{} },
+		"ImagePulledRecord":        func() any { return &kubeletconfigv1alpha1.ImagePulledRecord{} },
+	},
+	"v1beta1": {
+		"CredentialProviderConfig":   func() any { return &kubeletconfigv1alpha1.CredentialProviderConfig{} },
+		"ImagePullIntent":            func() any { return &kubeletconfigv1alpha1.ImagePullIntent{} },
+		"ImagePulledRecord":          func() any { return &kubeletconfigv1alpha1.ImagePulledRecord{} },
+		"KubeletConfiguration":       nil,
+		"SerializedNodeConfigSource": nil,
+	},
+}
+
+// decodePluginConfig is apimachinery's serializer as kubelet's decode uses
+// it: JSON when the document starts with "{", else YAML turned into JSON;
+// the kind and apiVersion read; the registered type strictly decoded.
+func decodePluginConfig(data []byte) (*kubeletconfig.CredentialProviderConfig, error) {
+	isJSON := bytes.HasPrefix(bytes.TrimLeft(data, " \t\r\n"), []byte("{"))
+	jsonData := data
+	if !isJSON {
+		j, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return nil, err
+		}
+		jsonData = j
+	}
+	typeMeta := struct {
+		APIVersion string `json:"apiVersion,omitempty"`
+		Kind       string `json:"kind,omitempty"`
+	}{}
+	if err := json.Unmarshal(jsonData, &typeMeta); err != nil {
+		return nil, fmt.Errorf("couldn't get version/kind; json parse error: %v", err)
+	}
+	group, version := "", ""
+	switch av := typeMeta.APIVersion; strings.Count(av, "/") {
+	case 0:
+		version = av
+	case 1:
+		group, version, _ = strings.Cut(av, "/")
+	default:
+		return nil, fmt.Errorf("unexpected GroupVersion string: %v", av)
+	}
+	if typeMeta.Kind == "" {
+		return nil, errors.New("Object 'Kind' is missing")
+	}
+	if version == "" {
+		return nil, errors.New("Object 'apiVersion' is missing")
+	}
+	var newObj func() any
+	registered := false
+	if group == configGroup {
+		newObj, registered = configKinds[version][typeMeta.Kind]
+	}
+	if !registered {
+		gv := version
+		if group != "" {
+			gv = group + "/" + version
+		}
+		return nil, fmt.Errorf("no kind %q is registered for version %q", typeMeta.Kind, gv)
+	}
+	if newObj == nil {
+		return nil, fmt.Errorf("failed to decode %q (wrong Kind)", typeMeta.Kind)
+	}
+	var strictErrs []error
+	if !isJSON {
+		// Duplicate keys, which YAMLToJSON lets through.
+		if _, err := yaml.YAMLToJSONStrict(data); err != nil {
+			strictErrs = append(strictErrs, err)
 		}
 	}
+	errs, err := kjson.UnmarshalStrict(jsonData, newObj())
+	if err != nil {
+		return nil, err
+	}
+	strictErrs = append(strictErrs, errs...)
 	if len(strictErrs) > 0 {
-		return nil, fmt.Errorf("%w: strict decoding error: %v", ErrPluginConfig, errors.Join(strictErrs...))
+		texts := make([]string, len(strictErrs))
+		for i, e := range strictErrs {
+			texts[i] = e.Error()
+		}
+		return nil, fmt.Errorf("strict decoding error: %s", strings.Join(texts, ", "))
 	}
-	if cfg.Kind != "CredentialProviderConfig" {
-		return nil, fmt.Errorf("%w: failed to decode %q (wrong Kind)", ErrPluginConfig, cfg.Kind)
+	if typeMeta.Kind != "CredentialProviderConfig" {
+		return nil, fmt.Errorf("failed to decode %q (wrong Kind)", typeMeta.Kind)
 	}
-	if group != configGroup || (version != "v1" && version != "v1beta1" && version != "v1alpha1") {
-		return nil, fmt.Errorf("%w: failed to decode CredentialProviderConfig, unexpected Group: %s", ErrPluginConfig, cfg.APIVersion)
-	}
-	if err := validatePluginConfig(&cfg); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrPluginConfig, err)
+	// v1's fields are v1alpha1's and v1beta1's plus tokenAttributes,
+	// which strict decoding refused above in those versions.
+	var cfg kubeletconfig.CredentialProviderConfig
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(jsonData, &cfg); err != nil {
+		return nil, err
 	}
 	return &cfg, nil
 }
