@@ -1,15 +1,23 @@
 package diff
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/tools/record"
 	resourcehelper "k8s.io/component-helpers/resource"
 	podresource "k8s.io/kubernetes/pkg/api/v1/resource"
+	"k8s.io/kubernetes/pkg/kubelet/network/dns"
 	"k8s.io/kubernetes/pkg/kubelet/sysctl"
 
 	"github.com/podstart/podstart/criconfig"
@@ -133,4 +141,78 @@ func TestResourceFieldRefEnv(t *testing.T) {
 		}
 	}
 	d.report(n, "env vars")
+}
+
+var (
+	dnsPolicies   = []corev1.DNSPolicy{corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet, corev1.DNSDefault, corev1.DNSNone, ""}
+	dnsDomains    = []string{"", "", "cluster.local", "k8s.example.org"}
+	dnsNames      = []string{"corp.test", "corp.test.", "svc.cluster.local", ".", "a.example", "ns.svc.cluster.local", "cluster.local"}
+	dnsResolvConf = []string{"nameserver 10.0.0.53\nsearch corp.test.\noptions ndots:2 edns0\n", "", "search a.example b.example\nsearch corp.test\n",
+		"nameserver 192.0.2.1\nnameserver 192.0.2.2\nnameserver 192.0.2.3\nnameserver 192.0.2.4\n# comment\noptions timeout:1\noptions timeout:2 rotate\n"}
+)
+
+// TestDNSConfig compares criconfig.DNSConfig with kubelet's
+// dns.Configurer.GetPodDNS on random pods (policies, host network,
+// spec.dnsConfig) and nodes (cluster DNS, cluster domain, empty as
+// kubelet's default, resolv.conf or none, host IPs). Options are compared
+// as sets: kubelet merges them through a map.
+func TestDNSConfig(t *testing.T) {
+	r := newRand(t)
+	d := &differences{t: t}
+	n := cases(5000)
+	dir := t.TempDir()
+	for i := range n {
+		node := criconfig.Node{ClusterDomain: pick(r, dnsDomains)}
+		var clusterDNS, nodeIPs []net.IP
+		for range r.IntN(3) {
+			ip := pick(r, []string{"10.96.0.10", "fd00::10", "10.96.0.11"})
+			node.ClusterDNS = append(node.ClusterDNS, ip)
+			clusterDNS = append(clusterDNS, net.ParseIP(ip))
+		}
+		for range r.IntN(3) {
+			ip := pick(r, []string{"192.0.2.10", "2001:db8::10"})
+			node.HostIPs = append(node.HostIPs, ip)
+			nodeIPs = append(nodeIPs, net.ParseIP(ip))
+		}
+		resolv := ""
+		if r.IntN(4) > 0 {
+			resolv = filepath.Join(dir, "resolv.conf."+string(rune('a'+i%26)))
+			content := pick(r, dnsResolvConf)
+			if err := os.WriteFile(resolv, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			node.ResolvConf, node.ResolvConfContent = resolv, []byte(content)
+		}
+		pod := &corev1.Pod{Spec: corev1.PodSpec{DNSPolicy: pick(r, dnsPolicies), HostNetwork: r.IntN(3) == 0, Containers: []corev1.Container{{Name: "c"}}}}
+		pod.Namespace, pod.Name = pick(r, []string{"default", "ns"}), "p"
+		if r.IntN(2) == 0 {
+			dc := &corev1.PodDNSConfig{}
+			for range r.IntN(3) {
+				dc.Nameservers = append(dc.Nameservers, pick(r, []string{"192.0.2.53", "10.96.0.10", "2001:db8::53"}))
+			}
+			for range r.IntN(4) {
+				dc.Searches = append(dc.Searches, pick(r, dnsNames))
+			}
+			for range r.IntN(3) {
+				o := corev1.PodDNSConfigOption{Name: pick(r, []string{"ndots", "timeout", "rotate", "edns0"})}
+				if r.IntN(2) == 0 {
+					o.Value = new(pick(r, []string{"1", "3", ""}))
+				}
+				dc.Options = append(dc.Options, o)
+			}
+			pod.Spec.DNSConfig = dc
+		}
+		c := dns.NewConfigurer(&record.FakeRecorder{}, &corev1.ObjectReference{Kind: "Node", Name: "n"}, nodeIPs, clusterDNS, node.ClusterDomain, resolv)
+		want, err := c.GetPodDNS(context.Background(), pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := criconfig.DNSConfig(pod, node)
+		if !slices.Equal(got.Servers, want.Servers) || !slices.Equal(got.Searches, want.Searches) ||
+			!slices.Equal(slices.Sorted(slices.Values(got.Options)), slices.Sorted(slices.Values(want.Options))) {
+			d.add("DNSConfig(policy %q, hostNetwork %v, %+v; domain %q, cluster DNS %v, resolv.conf %q) =\n %v\nkubelet\n %v",
+				pod.Spec.DNSPolicy, pod.Spec.HostNetwork, pod.Spec.DNSConfig, node.ClusterDomain, node.ClusterDNS, strings.ReplaceAll(string(node.ResolvConfContent), "\n", "|"), got, want)
+		}
+	}
+	d.report(n, "pods")
 }

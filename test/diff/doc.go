@@ -26,7 +26,11 @@
 //   - criconfig's QoS, OOM score, security-context and sysctl helpers with
 //     pkg/kubelet/qos and pkg/securitycontext (see criconfig_test.go), and
 //     the sandbox's sysctl names with pkg/kubelet/sysctl's
-//     ConvertPodSysctlsVariableToDotsSeparator (criconfig137_test.go);
+//     ConvertPodSysctlsVariableToDotsSeparator, criconfig.DNSConfig with
+//     pkg/kubelet/network/dns's GetPodDNS (clusterDomain empty, kubelet's
+//     default, among others), and resourceFieldRef env values with
+//     kubelet's defaultPodLimitsForDownwardAPI over pkg/api/v1/resource
+//     (criconfig137_test.go);
 //   - statusmanager.StatusPatch with kubelet's PatchPodStatus (pkg/util/pod,
 //     over client-go's fake clientset): the same patch bytes and the same
 //     "unchanged" on random pairs of pod statuses;
