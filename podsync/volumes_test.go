@@ -168,9 +168,16 @@ func TestMemoryVolumeSize(t *testing.T) {
 			p.Spec.InitContainers = []corev1.Container{c("i", mem("1Mi"), nil)}
 			return p
 		}(), mem("16Gi"), "", 16 * gi},
-		{"an init container after a sidecar counts the sidecar's limit", func() *corev1.Pod {
+		// v1.37.2's ResourceConfigForPod: each init container must declare
+		// a memory limit of its own (v1.36 counted the sidecars before it).
+		{"an init container without a limit after a sidecar", func() *corev1.Pod {
 			p := memoryPod("u", "", c("a", nil, mem("1Gi")))
 			p.Spec.InitContainers = []corev1.Container{sidecar(c("s", nil, mem("1Gi"))), c("i", mem("1Mi"), nil)}
+			return p
+		}(), mem("16Gi"), "", 16 * gi},
+		{"a sidecar and an init container with limits", func() *corev1.Pod {
+			p := memoryPod("u", "", c("a", nil, mem("1Gi")))
+			p.Spec.InitContainers = []corev1.Container{sidecar(c("s", nil, mem("1Gi"))), c("i", mem("1Mi"), mem("512Mi"))}
 			return p
 		}(), mem("16Gi"), "", 2 * gi},
 		{"pod-level limit", func() *corev1.Pod {

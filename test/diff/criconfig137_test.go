@@ -15,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/tools/record"
+	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
+	"k8s.io/kubernetes/pkg/kubelet/cm"
 	resourcehelper "k8s.io/component-helpers/resource"
 	podresource "k8s.io/kubernetes/pkg/api/v1/resource"
 	"k8s.io/kubernetes/pkg/kubelet/network/dns"
@@ -212,6 +214,28 @@ func TestDNSConfig(t *testing.T) {
 			!slices.Equal(slices.Sorted(slices.Values(got.Options)), slices.Sorted(slices.Values(want.Options))) {
 			d.add("DNSConfig(policy %q, hostNetwork %v, %+v; domain %q, cluster DNS %v, resolv.conf %q) =\n %v\nkubelet\n %v",
 				pod.Spec.DNSPolicy, pod.Spec.HostNetwork, pod.Spec.DNSConfig, node.ClusterDomain, node.ClusterDNS, strings.ReplaceAll(string(node.ResolvConfContent), "\n", "|"), got, want)
+		}
+	}
+	d.report(n, "pods")
+}
+
+// TestPodMemoryLimit compares criconfig.PodMemoryLimit with the memory of
+// kubelet's cm.ResourceConfigForPod, as emptyDir's
+// calculateEmptyDirMemorySize calls it, on random pods.
+func TestPodMemoryLimit(t *testing.T) {
+	r := newRand(t)
+	d := &differences{t: t}
+	n := cases(20000)
+	for range n {
+		pod := randResourcePod(r)
+		want := cm.ResourceConfigForPod(pod, false, 100000, false, kubeletconfig.NoneMemoryReservationPolicy).Memory
+		got, ok := criconfig.PodMemoryLimit(pod)
+		if ok != (want != nil) || ok && got != *want {
+			w := "none"
+			if want != nil {
+				w = resource.NewQuantity(*want, resource.BinarySI).String()
+			}
+			d.add("PodMemoryLimit(%+v) = %d, %v; kubelet %s", pod.Spec, got, ok, w)
 		}
 	}
 	d.report(n, "pods")
