@@ -1,5 +1,5 @@
-// Package criconfig turns a pod into the CRI requests kubelet v1.36 sends
-// for it: PodSandboxConfig (SandboxConfig) and ContainerConfig
+// Package criconfig turns a pod into the CRI requests kubelet v1.37.2
+// sends for it: PodSandboxConfig (SandboxConfig) and ContainerConfig
 // (ContainerConfig), with their Linux parts.
 //
 // Every function but FromHost is pure: it takes the pod, the container,
@@ -16,12 +16,15 @@
 // <podLogsDir>/<ns>_<name>_<uid>, port mappings, DNS from dnsPolicy
 // (DNSConfig: ClusterFirst with the cluster's servers and searches and
 // ndots:5, Default from the node's resolv.conf, None, spec.dnsConfig
-// merged, at most 3 servers and 32 searches of 2048 characters), cgroup
-// parent by QoS class (cgroupfs or systemd; the cgroup root with
-// cgroupsPerQOS off), sysctls (names normalised to dots as kubelet's
-// SyncPod does: kernel/shm_rmid_forced becomes kernel.shm_rmid_forced),
-// namespaces (host network, PID,
-// IPC, shareProcessNamespace, the node's user namespace), the security
+// merged, at most 3 servers and 32 searches of 2048 characters; with no
+// cluster domain, kubelet's default, no cluster searches and a subdomain's
+// domain "<subdomain>.<namespace>.svc."), cgroup parent by QoS class
+// (QOSClass: kubelet v1.37's per-container classes, a pod-level block only
+// when it names cpu, memory or huge pages; cgroupfs or systemd; the cgroup
+// root with cgroupsPerQOS off), sysctls (names normalised to dots as
+// kubelet's SyncPod does: kernel/shm_rmid_forced becomes
+// kernel.shm_rmid_forced), namespaces (host network, PID, IPC,
+// shareProcessNamespace, the node's user namespace), the security
 // context (RuntimeDefault seccomp always, privileged when any container
 // is, run-as user and group, fsGroup then supplementalGroups, the policy,
 // SELinux) and the pod's resources and overhead.
@@ -39,14 +42,25 @@
 // the limit with a 100ms period, the memory limit, pod-level limits where
 // the container sets none, OOM score adjustment by QoS class, a limit for
 // each huge page size of the node, NoSwap: the swap limit equal to the
-// memory limit on cgroup v1, memory.swap.max 0 on v2); env with field and
-// resource references resolved (FieldRefValue), the service variables a
+// memory limit on cgroup v1, memory.swap.max 0 on v2; on cgroup v2,
+// MemoryQoS, beta and on by default since v1.37: memory.min and
+// memory.low by Node.MemoryReservationPolicy, "0" under kubelet's default
+// None, memory.high with a Node.MemoryThrottlingFactor, memory.high "max"
+// with Node.MemoryQoS false; the same on an in-place resize,
+// ContainerResources); env with field and resource references resolved
+// (FieldRefValue: a resourceFieldRef limit the container does not set
+// reads as the pod-level limit, then the node's allocatable, as kubelet's
+// defaultPodLimitsForDownwardAPI), the service variables a
 // container gets (ServiceEnv, ServiceEnvVars: kubelet's
 // getServiceEnvVarMap and envvars.FromServices) and $(VAR) expansion of
 // command and args; labels and annotations (hash, restart count,
 // termination message, grace periods, preStop handler, ports); log path.
-// The real-kubelet tier (test/kubelet) compares both requests field by
-// field with kubelet v1.36.3's on 35 pods.
+// The differential tier (test/diff) compares QOSClass, OOMScoreAdj,
+// PodMemoryLimit, DNSConfig, the sandbox's sysctls and resourceFieldRef
+// env values with kubelet v1.37.2's own functions on random inputs. The
+// real-kubelet tier (test/kubelet) compared both requests field by field
+// with kubelet v1.36.3's on 35 pods; it has not been rerun against
+// v1.37.2 for this package's v1.37 changes.
 //
 // # No silent drops
 //
@@ -70,6 +84,19 @@
 //   - supplementalGroupsPolicy: Strict on a runtime that does not report it
 //     (Node.SupplementalGroupsPolicyStrict), likewise.
 //
+// Kubelet always knows its node; podstart knows what Node carries (FromHost
+// reads what the host can tell). A value that needs a node fact Node lacks
+// is refused with an error naming the field and the fact, matching
+// ErrUnknownNodeFact, never sent as "" or "0":
+//
+//   - env fieldRef status.hostIP and status.hostIPs without Node.HostIPs;
+//   - env resourceFieldRef limits.cpu, limits.memory or
+//     limits.ephemeral-storage of a container without that limit, in a pod
+//     without a pod-level one, when Node.Allocatable lacks the resource;
+//   - the OOM score of a Burstable container without Node.MemoryCapacity;
+//   - MemoryQoS's memory.high (with a Node.MemoryThrottlingFactor) for a
+//     container without a memory limit when Node.Allocatable has no memory.
+//
 // # Deliberate differences from kubelet
 //
 //   - Environment order: kubelet builds it in a Go map, so its order is
@@ -89,8 +116,14 @@
 //   - Admission checks beyond isolation (unsafe sysctls, node resources)
 //     are the caller's: criconfig builds what kubelet would send once a pod
 //     is admitted.
-//   - Image volumes, devices from device plugins and CDI, MemoryQoS
-//     (alpha), user-namespace ID mappings and Windows are not built.
+//   - Image volumes, devices from device plugins and CDI, user-namespace
+//     ID mappings and Windows are not built. MemoryQoS is built for
+//     containers only: kubelet also sets the pod cgroup's memory.high,
+//     and podstart sets no pod-level cgroup values (see podsync).
+//   - Node allocatable from FromHost is kubelet's default configuration's
+//     (no kube-reserved or system-reserved; the default hard eviction
+//     thresholds memory.available 100Mi and nodefs.available 10%
+//     subtracted); a node with other settings passes Node.Allocatable.
 //
 // # Logs
 //

@@ -14,6 +14,8 @@ type Node struct {
 	// Name is the node's name (kubelet's --hostname-override or hostname).
 	Name string
 	// HostIPs are the node's IPs, first the primary: status.hostIP(s).
+	// None means unknown (ErrUnknownNodeFact for env that needs them);
+	// FromHost finds the node IP as kubelet does without --node-ip.
 	HostIPs []string
 	// RootDir is kubelet's --root-dir (default /var/lib/kubelet).
 	RootDir string
@@ -47,8 +49,10 @@ type Node struct {
 	// SELinuxEnabled: the node enforces SELinux, so mounts ask to be
 	// relabelled.
 	SELinuxEnabled bool
-	// Allocatable is the node's allocatable resources: the value of a
-	// resourceFieldRef whose container sets no limit.
+	// Allocatable is the node's allocatable resources (kubelet's node
+	// status): the value of a resourceFieldRef whose container sets no
+	// limit. A resource it lacks is unknown, and what needs it is refused
+	// (ErrUnknownNodeFact). FromHost fills it (HostAllocatable).
 	Allocatable corev1.ResourceList
 	// HugePageSizes are the node's huge page sizes in bytes (kubelet sends
 	// a limit for each, 0 unless requested).
@@ -68,9 +72,11 @@ type Node struct {
 	// Strict supplemental-groups policy.
 	SupplementalGroupsPolicyStrict bool
 	// MemoryCapacity is the node's memory in bytes, for Burstable OOM
-	// scores (kubelet reads it from cAdvisor).
+	// scores (kubelet reads it from cAdvisor; 0 is unknown and refuses
+	// Burstable containers, ErrUnknownNodeFact).
 	MemoryCapacity int64
-	// CgroupV2: the node runs the unified cgroup hierarchy. SwapController:
+	// CgroupV2: the node runs the unified cgroup hierarchy (FromHost reads
+	// it from /sys/fs/cgroup; set it when not using FromHost). SwapController:
 	// the memory controller accounts swap. Together they decide the swap
 	// limit kubelet sends (NoSwap, kubelet's default).
 	CgroupV2       bool

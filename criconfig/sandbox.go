@@ -56,10 +56,10 @@ func Hostname(pod *corev1.Pod, node Node) (hostname, domain string, err error) {
 // SandboxConfig is kubelet's generatePodSandboxConfig with its Linux part:
 // metadata, labels and annotations, DNS, hostname (none with host
 // network), log directory, port mappings, cgroup parent, sysctls (names
-// normalised to dots, as kubelet's SyncPod does: kernel/shm_rmid_forced is
-// sent as kernel.shm_rmid_forced), namespaces, the sandbox security context (RuntimeDefault
-// seccomp always, privileged if any container is), and the pod's
-// resources and overhead.
+// normalised to dots, as kubelet's SyncPod does: kernel/shm_rmid_forced
+// is sent as kernel.shm_rmid_forced), namespaces, the sandbox security
+// context (RuntimeDefault seccomp always, privileged if any container
+// is), and the pod's resources and overhead.
 func SandboxConfig(pod *corev1.Pod, attempt uint32, node Node) (*runtimeapi.PodSandboxConfig, error) {
 	if err := checkPod(pod, node); err != nil {
 		return nil, err
