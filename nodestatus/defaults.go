@@ -6,9 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 )
@@ -68,9 +66,14 @@ type SetterConfig struct {
 	Clock clock.PassiveClock
 	// Recorder receives the node's events (nil: none).
 	Recorder EventRecorder
+	// EventRef names the node in those events (nil: NewEventRef(NodeName)).
+	// Give the one your other node events use, so they all carry the
+	// Node's UID once a status update has seen it.
+	EventRef *EventRef
 }
 
-// DefaultSetters is kubelet's defaultNodeStatusFuncs, in its order:
+// DefaultSetters is kubelet's defaultNodeStatusFuncs, in its order (after
+// the EventRef's Setter, which learns the Node's UID for events):
 // addresses, machine info, version info, daemon endpoints, images (if
 // Images is set), OS and architecture, then the memory, disk and PID
 // pressure conditions and Ready last.
@@ -95,15 +98,18 @@ func DefaultSetters(cfg SetterConfig) []Setter {
 	if cfg.OSImage == "" {
 		cfg.OSImage = osImage(readTrimmed("/etc/os-release"))
 	}
-	nodeRef := &corev1.ObjectReference{Kind: "Node", Name: cfg.NodeName, UID: types.UID(cfg.NodeName)}
+	nodeRef := cfg.EventRef
+	if nodeRef == nil {
+		nodeRef = NewEventRef(cfg.NodeName)
+	}
 	var record RecordFunc
 	var recordMsg func(eventType, reason, message string)
 	if cfg.Recorder != nil {
 		record = func(eventType, reason string) {
-			cfg.Recorder.Eventf(nodeRef, eventType, reason, "Node %s status is now: %s", cfg.NodeName, reason)
+			cfg.Recorder.Eventf(nodeRef.Ref(), eventType, reason, "Node %s status is now: %s", cfg.NodeName, reason)
 		}
 		recordMsg = func(eventType, reason, message string) {
-			cfg.Recorder.Eventf(nodeRef, eventType, reason, "%s", message)
+			cfg.Recorder.Eventf(nodeRef.Ref(), eventType, reason, "%s", message)
 		}
 	}
 	version := func(ctx context.Context) (*runtimeapi.VersionResponse, error) {
@@ -113,6 +119,7 @@ func DefaultSetters(cfg SetterConfig) []Setter {
 		return cfg.Runtime.Version(ctx, "v1")
 	}
 	setters := []Setter{
+		nodeRef.Setter(),
 		NodeAddress(cfg.Address),
 		MachineInfo(cfg.NodeName, cfg.Machine, info, recordMsg),
 		VersionInfo(cfg.KernelVersion, cfg.OSImage, version, cfg.KubeletVersion),

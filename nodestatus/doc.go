@@ -14,7 +14,11 @@
 // NodeAddress, MachineInfo (capacity and allocatable, pods 110 by default),
 // VersionInfo, DaemonEndpoints, Images, GoRuntime, then the memory, disk
 // and PID pressure conditions and Ready last, with kubelet's reasons,
-// messages, events and transition and heartbeat times. RuntimeState turns
+// messages, events and transition and heartbeat times, as kubelet v1.37.2
+// (MachineInfo also reports nodeInfo.runningInUserNamespace, read as
+// kubelet reads it: RunningInUserNamespace). The node's events are on
+// kubelet v1.37.2's reference (EventRef): v1 Node by name, with the Node's
+// UID once a status update has seen the Node. RuntimeState turns
 // CRI Status into Ready's errors as kubelet's runtimeState and
 // updateRuntimeUp do ("container runtime network not ready: ...",
 // "container runtime is down" after 30 s without a status).

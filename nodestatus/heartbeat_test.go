@@ -3,6 +3,7 @@ package nodestatus
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"reflect"
 	goruntime "runtime"
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testingclock "k8s.io/utils/clock/testing"
 )
@@ -52,7 +54,10 @@ type rig struct {
 // newRig builds a heartbeat on a fake clock with no jitter and a report
 // delay of -50% (rand 0): the first unchanged status is reported after
 // 2.5 min, later ones every 5 min.
-func newRig(t *testing.T, ready bool) *rig {
+func newRig(t *testing.T, ready bool) *rig { return newRigWith(t, ready, nil) }
+
+// newRigWith is newRig with the setters' events sent to rec.
+func newRigWith(t *testing.T, ready bool, rec EventRecorder) *rig {
 	r := &rig{t: t, client: newFakeClient(), clock: testingclock.NewFakeClock(now), rt: &fakeRuntime{ready: ready}, t0: now}
 	state := NewRuntimeState(r.clock)
 	setters := DefaultSetters(SetterConfig{NodeName: "node-1", Address: AddressConfig{Hostname: "node-1", NodeIPs: nil,
@@ -61,7 +66,7 @@ func newRig(t *testing.T, ready bool) *rig {
 		MachineInfo: func() (*Machine, error) {
 			return &Machine{NumCores: 2, MemoryCapacity: 1 << 30, EphemeralStorage: 10 << 30}, nil
 		},
-		KernelVersion: "6.1", OSImage: "Test OS", Runtime: r.rt, KubeletVersion: "v1.36.3", State: state, Clock: r.clock})
+		KernelVersion: "6.1", OSImage: "Test OS", Runtime: r.rt, KubeletVersion: "v1.37.2", State: state, Clock: r.clock, Recorder: rec})
 	r.hb = New(r.client, Registration{Name: "node-1"}, setters, WithClock(r.clock), WithRuntime(r.rt, state), WithRand(func() float64 { return 0 }))
 	return r
 }
@@ -190,6 +195,55 @@ func TestHeartbeatReadyTransition(t *testing.T) {
 	r.step(RuntimeCheckPeriod) // a changed status is patched without waiting for the report period
 	if c := r.ready(); c.Status != corev1.ConditionTrue || !c.LastTransitionTime.Time.Equal(r.t0.Add(RuntimeCheckPeriod)) {
 		t.Errorf("Ready %+v", c)
+	}
+}
+
+// nodeEvents records the node's events with the reference they are on.
+type nodeEvents struct {
+	mu   sync.Mutex
+	refs []corev1.ObjectReference
+	list []string
+}
+
+func (e *nodeEvents) Eventf(obj apiruntime.Object, eventtype, reason, messageFmt string, args ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.refs = append(e.refs, *obj.(*corev1.ObjectReference))
+	e.list = append(e.list, eventtype+" "+reason+" "+fmt.Sprintf(messageFmt, args...))
+}
+
+// TestNodeEventsCarryUID: kubelet v1.37.2's node reference for events
+// (nodeRefWithUID): v1 Node by name before the Node exists, with the
+// Node's UID once a status update has seen it.
+func TestNodeEventsCarryUID(t *testing.T) {
+	ev := &nodeEvents{}
+	r := newRigWith(t, false, ev)
+	r.run()
+	r.rt.setReady(true)
+	r.step(RuntimeCheckPeriod)
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	want := []string{"Normal NodeHasSufficientMemory Node node-1 status is now: NodeHasSufficientMemory",
+		"Normal NodeHasNoDiskPressure Node node-1 status is now: NodeHasNoDiskPressure",
+		"Normal NodeHasSufficientPID Node node-1 status is now: NodeHasSufficientPID",
+		"Normal NodeReady Node node-1 status is now: NodeReady"}
+	if !reflect.DeepEqual(ev.list, want) {
+		t.Fatalf("events %q, want %q", ev.list, want)
+	}
+	byName := corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: "node-1"}
+	withUID := byName
+	withUID.UID = r.client.Node().UID
+	if withUID.UID == "" {
+		t.Fatal("the fake API gave the Node no UID")
+	}
+	for i, ref := range ev.refs {
+		want := withUID
+		if i < 3 { // the initial node's conditions, set before it was created
+			want = byName
+		}
+		if ref != want {
+			t.Errorf("event %q on %+v, want %+v", ev.list[i], ref, want)
+		}
 	}
 }
 

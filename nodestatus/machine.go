@@ -36,6 +36,10 @@ type Machine struct {
 	EphemeralStorage int64
 	// SwapCapacity is the machine's swap in bytes; 0 reports none.
 	SwapCapacity int64
+	// RunningInUserNamespace goes to the node info as it is: whether the
+	// node agent runs in a user namespace (RunningInUserNamespace), nil
+	// when not known.
+	RunningInUserNamespace *bool
 }
 
 // HugePages is one huge page size and how many pages of it the machine has.
@@ -62,8 +66,9 @@ func (m Machine) Capacity() corev1.ResourceList {
 // /proc/cpuinfo, memory through criconfig.FromHost, huge pages from
 // /sys/kernel/mm/hugepages, the IDs from /etc/machine-id,
 // /sys/class/dmi/id/product_uuid and /proc/sys/kernel/random/boot_id,
-// swap from /proc/meminfo and ephemeral storage from the filesystem of
-// rootDir. What it cannot read stays zero.
+// swap from /proc/meminfo, ephemeral storage from the filesystem of
+// rootDir, and whether it runs in a user namespace (RunningInUserNamespace,
+// as kubelet v1.37.2). What it cannot read stays zero.
 func MachineFromHost(rootDir string) Machine {
 	host := criconfig.FromHost(criconfig.Node{})
 	m := Machine{NumCores: numCPUs(), MemoryCapacity: host.MemoryCapacity}
@@ -78,6 +83,7 @@ func MachineFromHost(rootDir string) Machine {
 	m.SystemUUID = readTrimmed("/sys/class/dmi/id/product_uuid")
 	m.BootID = readTrimmed("/proc/sys/kernel/random/boot_id")
 	m.SwapCapacity = meminfo("SwapTotal:")
+	m.RunningInUserNamespace = RunningInUserNamespace()
 	if rootDir != "" {
 		m.EphemeralStorage = fsCapacity(rootDir)
 	}

@@ -228,7 +228,8 @@ type MachineConfig struct {
 // MachineInfo is kubelet's MachineInfo setter: capacity from the machine
 // (cpu, memory, huge pages, ephemeral storage, pods), allocatable as
 // capacity minus reservations (huge pages also come off memory), node
-// info's machine ID, system UUID, boot ID and swap. info errors leave cpu
+// info's machine ID, system UUID, boot ID, swap and
+// runningInUserNamespace (kubelet v1.37.2). info errors leave cpu
 // and memory at zero, as kubelet does. A changed boot ID records one
 // Rebooted event.
 func MachineInfo(nodeName string, cfg MachineConfig, info func() (*Machine, error), record func(eventType, reason, message string)) Setter {
@@ -273,6 +274,8 @@ func MachineInfo(nodeName string, cfg MachineConfig, info func() (*Machine, erro
 				swap := m.SwapCapacity
 				st.NodeInfo.Swap = &corev1.NodeSwapStatus{Capacity: &swap}
 			}
+			// KubeletInUserNamespace, on by default since v1.37.
+			st.NodeInfo.RunningInUserNamespace = m.RunningInUserNamespace
 		}
 		if st.Allocatable == nil {
 			st.Allocatable = corev1.ResourceList{}

@@ -247,6 +247,7 @@ func TestMachineInfo(t *testing.T) {
 	cpu := func(m int64) resource.Quantity { return *resource.NewMilliQuantity(m, resource.DecimalSI) }
 	pods := func(v int64) resource.Quantity { return *resource.NewQuantity(v, resource.DecimalSI) }
 	basic := &Machine{NumCores: 2, MemoryCapacity: 1024}
+	yes, no := true, false
 	cases := []struct {
 		name       string
 		node       *corev1.Node
@@ -311,6 +312,25 @@ func TestMachineInfo(t *testing.T) {
 			wantInfo:  corev1.NodeSystemInfo{Swap: &corev1.NodeSwapStatus{Capacity: func() *int64 { v := int64(2048); return &v }()}},
 			wantCap:   corev1.ResourceList{corev1.ResourceCPU: cpu(2000), corev1.ResourceMemory: q(1024), corev1.ResourcePods: pods(110)},
 			wantAlloc: corev1.ResourceList{corev1.ResourceCPU: cpu(2000), corev1.ResourceMemory: q(1024), corev1.ResourcePods: pods(110)}},
+		// v1.37.2: KubeletInUserNamespace on by default, the setter
+		// copies what runningInUserNS says (nil off Linux), each time.
+		{name: "running in a user namespace", node: &corev1.Node{}, machine: &Machine{NumCores: 2, MemoryCapacity: 1024, RunningInUserNamespace: &yes},
+			wantInfo:  corev1.NodeSystemInfo{RunningInUserNamespace: &yes},
+			wantCap:   corev1.ResourceList{corev1.ResourceCPU: cpu(2000), corev1.ResourceMemory: q(1024), corev1.ResourcePods: pods(110)},
+			wantAlloc: corev1.ResourceList{corev1.ResourceCPU: cpu(2000), corev1.ResourceMemory: q(1024), corev1.ResourcePods: pods(110)}},
+		{name: "not in a user namespace", node: &corev1.Node{}, machine: &Machine{NumCores: 2, MemoryCapacity: 1024, RunningInUserNamespace: &no},
+			wantInfo:  corev1.NodeSystemInfo{RunningInUserNamespace: &no},
+			wantCap:   corev1.ResourceList{corev1.ResourceCPU: cpu(2000), corev1.ResourceMemory: q(1024), corev1.ResourcePods: pods(110)},
+			wantAlloc: corev1.ResourceList{corev1.ResourceCPU: cpu(2000), corev1.ResourceMemory: q(1024), corev1.ResourcePods: pods(110)}},
+		{name: "not known: a stale value is cleared", node: &corev1.Node{Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{RunningInUserNamespace: &yes}}},
+			machine:   basic,
+			wantCap:   corev1.ResourceList{corev1.ResourceCPU: cpu(2000), corev1.ResourceMemory: q(1024), corev1.ResourcePods: pods(110)},
+			wantAlloc: corev1.ResourceList{corev1.ResourceCPU: cpu(2000), corev1.ResourceMemory: q(1024), corev1.ResourcePods: pods(110)}},
+		{name: "machine info unknown: left as it was", node: &corev1.Node{Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{RunningInUserNamespace: &yes}}},
+			err:       errors.New("foo"),
+			wantInfo:  corev1.NodeSystemInfo{RunningInUserNamespace: &yes},
+			wantCap:   corev1.ResourceList{corev1.ResourceCPU: cpu(0), corev1.ResourceMemory: resource.MustParse("0Gi"), corev1.ResourcePods: pods(110)},
+			wantAlloc: corev1.ResourceList{corev1.ResourceCPU: cpu(0), corev1.ResourceMemory: resource.MustParse("0Gi"), corev1.ResourcePods: pods(110)}},
 		{name: "huge pages from the machine", node: &corev1.Node{},
 			machine:   &Machine{NumCores: 1, MemoryCapacity: 4 << 20, HugePages: []HugePages{{PageSize: 2 << 20, NumPages: 1}}},
 			wantCap:   corev1.ResourceList{corev1.ResourceCPU: cpu(1000), corev1.ResourceMemory: q(4 << 20), "hugepages-2Mi": q(2 << 20), corev1.ResourcePods: pods(110)},
