@@ -37,6 +37,10 @@
 //   - apiobjects' SecretPayload, ConfigMapPayload and DownwardAPIPayload
 //     with kubelet's secret.MakePayload, configmap.MakePayload and
 //     downwardapi.CollectData: files, contents, modes and error messages;
+//   - apiobjects.ClusterTrustBundlePayload with kubelet's ClusterTrustBundle
+//     manager (NewGAInformerManager over client-go's fake clientset) on
+//     random bundles and projections: the same messages and certificates,
+//     kubelet's shuffled order sorted (see clustertrustbundle_test.go);
 //   - criconfig.ServiceEnvVars with pkg/kubelet/envvars.FromServices, and
 //     podsync's env file parser (fileKeyRef) with pkg/kubelet/util/env's
 //     ParseEnv (see env_test.go);
