@@ -60,5 +60,9 @@
 // relist period faster per init container. Kubelet's requeued pods are
 // picked up by its sync loop's 1 s tick; a retry here fires at its time,
 // on average half a second sooner. A sync that succeeds is repeated
-// every resync period without kubelet's jitter.
+// every resync period without kubelet's jitter. A sync that failed both on
+// a back-off and for another reason is retried here after the error retry
+// if that is sooner; kubelet waits for the back-off (up to the resync
+// period) even then, which would leave, say, a missing secret unnoticed
+// for a minute behind a crash-looping sibling.
 package podworker
