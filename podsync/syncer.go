@@ -111,7 +111,8 @@ func WithEnvResolver(r EnvResolver) Option { return func(o *options) { o.env = r
 // log dirs, cluster DNS and domain, resolv.conf, cgroups, seccomp root,
 // SELinux, AppArmor, memory, huge pages): the sandbox and container
 // configs are built for it (criconfig). Fields left zero that kubelet reads
-// from the host are read from this host (criconfig.FromHost). Default:
+// from the host (memory, huge pages, cgroup version, the node's IP and
+// allocatable) are read from this host (criconfig.FromHost). Default:
 // kubelet's defaults on this host, /etc/resolv.conf, no cluster DNS.
 // Options apply in order: WithNode replaces what WithRootDir and the like
 // set before it.
