@@ -54,26 +54,6 @@ func ExampleEnv() {
 	// couldn't find key user in Secret shop/db
 }
 
-// PullSecrets gathers a pod's image pull secrets for podworker; one that
-// cannot be fetched is left out with kubelet's Warning event.
-func ExamplePullSecrets() {
-	var objs apiobjects.Objects
-	objs.SetSecret(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "regcred"}, Type: corev1.SecretTypeDockerConfigJson,
-		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{}}`)}})
-	rec := &recordedEvents{} // client-go's record.EventRecorder in a node agent
-	pull := apiobjects.PullSecrets{Source: &objs, Recorder: rec}
-	// podworker.New(syncer, rt, podworker.WithPullSecrets(pull.ForPod))
-
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
-		Spec: corev1.PodSpec{ImagePullSecrets: []corev1.LocalObjectReference{{Name: "regcred"}, {Name: "old-cred"}}}}
-	secrets, _ := pull.ForPod(context.Background(), pod)
-	fmt.Println(len(secrets), secrets[0].Name)
-	fmt.Println(rec.events[0])
-	// Output:
-	// 1 regcred
-	// Warning FailedToRetrieveImagePullSecret Unable to retrieve some image pull secrets (old-cred); attempting to pull the image may not succeed.
-}
-
 // With Services, Env adds the variables kubelet adds for Services: the API
 // server's always (what client-go's in-cluster config reads), the pod
 // namespace's with enableServiceLinks.
