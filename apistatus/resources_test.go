@@ -184,3 +184,30 @@ func TestPodLevelResources(t *testing.T) {
 		})
 	}
 }
+
+// Kubelet v1.37.2's Test_generateAPIPodStatus case "InPlacePodLevelResources
+// VerticalScaling enabled, succeeded pod": a terminal pod with pod-level
+// requests reports them as its Resources and AllocatedResources, and no
+// limits (kubelet's {}).
+func TestPodLevelResourcesSucceededPod(t *testing.T) {
+	t.Parallel()
+	q := resource.MustParse
+	list := corev1.ResourceList{corev1.ResourceCPU: q("100m"), corev1.ResourceMemory: q("100Mi")}
+	pod := &corev1.Pod{
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways, Resources: &corev1.ResourceRequirements{Requests: list},
+			Containers: []corev1.Container{{Name: "containerA", Resources: corev1.ResourceRequirements{Requests: list}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodSucceeded},
+	}
+	rs := &podsync.PodStatus{ContainerStatuses: []*podsync.ContainerStatus{{ID: "c1", Name: "containerA", State: podsync.ContainerStateExited}}}
+	s := apistatus.PodStatus(apistatus.Input{Pod: pod, Status: rs, Previous: &pod.Status, Terminal: true})
+	if s.Phase != corev1.PodSucceeded {
+		t.Fatalf("phase %s, want Succeeded", s.Phase)
+	}
+	if s.Resources == nil || len(s.Resources.Limits) != 0 || s.Resources.Limits == nil || len(s.Resources.Requests) != 2 ||
+		s.Resources.Requests.Cpu().Cmp(q("100m")) != 0 || s.Resources.Requests.Memory().Cmp(q("100Mi")) != 0 {
+		t.Fatalf("resources %+v, want requests 100m/100Mi and limits {}", s.Resources)
+	}
+	if len(s.AllocatedResources) != 2 || s.AllocatedResources.Cpu().Cmp(q("100m")) != 0 {
+		t.Fatalf("allocated %v", s.AllocatedResources)
+	}
+}
