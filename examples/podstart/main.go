@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -31,6 +32,7 @@ import (
 	"github.com/podstart/podstart/credentials"
 	"github.com/podstart/podstart/defaults"
 	"github.com/podstart/podstart/images"
+	"github.com/podstart/podstart/mounts"
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/runtime/fake"
@@ -48,15 +50,20 @@ func main() {
 	keep := flag.Bool("keep", false, "leave the pod running on a real runtime")
 	timeout := flag.Duration("timeout", 2*time.Minute, "give up after this long")
 	flag.Parse()
-	if err := run(os.Stdout, *podFile, *endpoint, *config, *root, *keep, *timeout); err != nil {
+	if err := run(os.Stdout, *podFile, *endpoint, *config, *root, *keep, *timeout, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "\npodstart:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out io.Writer, podFile, endpoint, config, root string, keep bool, timeout time.Duration) error {
+// run starts the pod and, unless keep is set on a real runtime, removes
+// everything of it afterwards. mounter mounts its emptyDir medium Memory
+// volumes (nil: the host's).
+func run(out io.Writer, podFile, endpoint, config, root string, keep bool, timeout time.Duration, mounter mounts.Mounter) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	// Traces and events come from parallel steps (kills, pulls).
+	out = &lockedWriter{w: out}
 	pod, err := loadPod(podFile)
 	if err != nil {
 		return err
@@ -103,17 +110,24 @@ func run(out io.Writer, podFile, endpoint, config, root string, keep bool, timeo
 	}
 	ims := images.NewManager(rt, imageOpts...)
 	defer ims.Close()
-	syncer := podsync.NewSyncer(rt, ims, podsync.WithRecorder(printer{out}), podsync.WithRootDir(root),
-		podsync.WithPodLogsDir(filepath.Join(root, "logs")),
+	syncOpts := []podsync.Option{podsync.WithRecorder(printer{out}), podsync.WithRootDir(root),
+		podsync.WithPodLogsDir(filepath.Join(root, "logs"))}
+	if mounter != nil {
+		syncOpts = append(syncOpts, podsync.WithMounter(mounter))
+	}
+	syncer := podsync.NewSyncer(rt, ims, append(syncOpts,
 		podsync.WithTrace(func(s podsync.Step) {
 			status := "ok"
 			if s.Err != nil {
 				status = "FAILED"
 			}
 			fmt.Fprintf(out, "  %-10s %-12s %10s  %s\n", s.Name, s.Container, s.Duration.Round(10*time.Microsecond), status)
-		}))
-	if real && !keep {
-		defer cleanup(rt, syncer, pod, out)
+		}))...)
+	// Deferred after the runtime, the fake and the root, so it runs before
+	// they go: a memory-backed emptyDir must be unmounted while the pod's
+	// directory is still there to find it.
+	if !real || !keep {
+		defer cleanup(syncer, pod, out)
 	}
 
 	start := time.Now()
@@ -270,18 +284,41 @@ func explain(err error) error {
 	return err
 }
 
-func cleanup(rt runtime.RuntimeService, syncer *podsync.Syncer, pod *corev1.Pod, out io.Writer) {
+// cleanup removes the pod as a node agent removes a deleted one: KillPod
+// stops its containers (pre-stop hooks, then a short grace) and
+// sandboxes, then podsync's RemovePod removes the containers with their
+// logs, the sandboxes, the memory-backed volumes' tmpfs mounts and the
+// pod's directories. Removing the sandboxes alone left a medium Memory
+// emptyDir mounted under the root directory.
+func cleanup(syncer *podsync.Syncer, pod *corev1.Pod, out io.Writer) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	st, err := syncer.Status(ctx, pod)
 	if err != nil {
+		fmt.Fprintf(out, "\ncleanup: %v\n", err)
 		return
 	}
-	for _, sb := range st.SandboxStatuses {
-		rt.StopPodSandbox(ctx, sb.Id)
-		rt.RemovePodSandbox(ctx, sb.Id)
+	grace := int64(0) // kubelet's minimum, 2 s, still applies
+	if err := syncer.KillPod(ctx, pod, st, &grace).Error(); err != nil {
+		fmt.Fprintf(out, "\ncleanup: %v\n", err)
 	}
-	fmt.Fprintf(out, "\nremoved the pod's %d sandbox(es) and containers (-keep to keep them)\n", len(st.SandboxStatuses))
+	if err := syncer.RemovePod(ctx, pod.UID); err != nil {
+		fmt.Fprintf(out, "\ncleanup: %v\n", err)
+		return
+	}
+	fmt.Fprintf(out, "\nremoved the pod: %d sandbox(es), its containers, volumes and directories (-keep to keep them on a real runtime)\n", len(st.SandboxStatuses))
+}
+
+// lockedWriter serialises writes from concurrent steps.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 type printer struct{ w io.Writer }
