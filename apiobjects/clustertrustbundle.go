@@ -73,7 +73,9 @@ const maxLabelSelectorLength = 100 * 1024
 // as a CERTIFICATE block, ordered by DER bytes. The bundles are read on
 // each call (kubelet caches the result for up to 5 minutes, dropped when
 // its informer sees a change). A nil src fails with
-// ErrNoClusterTrustBundles.
+// ErrNoClusterTrustBundles, and so does a source that returns it (one
+// that finds no ClusterTrustBundle API), unwrapped; the source's other
+// errors are wrapped as kubelet wraps its lister's.
 func ClusterTrustBundlePayload(ctx context.Context, src ClusterTrustBundleSource, proj *corev1.ClusterTrustBundleProjection) ([]byte, error) {
 	optional := proj.Optional != nil && *proj.Optional
 	switch {
@@ -87,7 +89,7 @@ func ClusterTrustBundlePayload(ctx context.Context, src ClusterTrustBundleSource
 			return []byte{}, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("while getting ClusterTrustBundle: %w", err)
+			return nil, sourceError("while getting ClusterTrustBundle: %w", err)
 		}
 		return trustAnchors([]*certificatesv1.ClusterTrustBundle{b}), nil
 	}
@@ -104,7 +106,7 @@ func ClusterTrustBundlePayload(ctx context.Context, src ClusterTrustBundleSource
 		}
 		all, err := src.ListClusterTrustBundles(ctx, signer, selector)
 		if err != nil {
-			return nil, fmt.Errorf("while listing ClusterTrustBundles matching label selector %v: %w", proj.LabelSelector, err)
+			return nil, sourceError("while listing ClusterTrustBundles matching label selector %v: %w", proj.LabelSelector, err)
 		}
 		for _, b := range all {
 			// A source may give other signers' bundles, or ignore the
@@ -121,6 +123,18 @@ func ClusterTrustBundlePayload(ctx context.Context, src ClusterTrustBundleSource
 		return nil, ErrNoClusterTrustBundleMatch
 	}
 	return trustAnchors(matched), nil
+}
+
+// sourceError is the source's error in kubelet's words: a lister's,
+// wrapped as kubelet's manager wraps it; ErrNoClusterTrustBundles (a
+// source that finds no ClusterTrustBundle API) as it is, as kubelet's
+// NoopManager answers.
+func sourceError(format string, args ...any) error {
+	err := args[len(args)-1].(error)
+	if errors.Is(err, ErrNoClusterTrustBundles) {
+		return err
+	}
+	return fmt.Errorf(format, args...)
 }
 
 // wrappedPayloadError is a payloadError that also keeps its cause for

@@ -340,3 +340,29 @@ func TestVolumesClusterTrustBundleSource(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// noAPI is a source that finds no ClusterTrustBundle API.
+type noAPI struct{}
+
+func (noAPI) GetClusterTrustBundle(context.Context, string) (*certificatesv1.ClusterTrustBundle, error) {
+	return nil, fmt.Errorf("discovery: %w", ErrNoClusterTrustBundles)
+}
+
+func (noAPI) ListClusterTrustBundles(context.Context, string, labels.Selector) ([]*certificatesv1.ClusterTrustBundle, error) {
+	return nil, ErrNoClusterTrustBundles
+}
+
+// A source without the API fails even optional projections, with
+// kubelet's NoopManager message as the source gives it, unwrapped.
+func TestClusterTrustBundleNoAPI(t *testing.T) {
+	t.Parallel()
+	for _, proj := range []corev1.ClusterTrustBundleProjection{
+		{Name: ptr.To("b"), Optional: ptr.To(true)},
+		{SignerName: ptr.To("example.com/s"), LabelSelector: &metav1.LabelSelector{}, Optional: ptr.To(true)},
+	} {
+		_, err := ClusterTrustBundlePayload(context.Background(), noAPI{}, &proj)
+		if !errors.Is(err, ErrNoClusterTrustBundles) || strings.HasPrefix(err.Error(), "while") {
+			t.Errorf("%+v: %v", proj, err)
+		}
+	}
+}
