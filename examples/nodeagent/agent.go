@@ -99,6 +99,10 @@ func Run(ctx context.Context, cfg Config) error {
 	prober := probes.New(cfg.Runtime, probes.WithRecorder(recorder))
 	defer prober.Close()
 	objects := apiObjects{cfg.Client}
+	// ClusterTrustBundles from an informer started on first use, as
+	// kubelet's; stopped after the workers (their volume setups read it).
+	bundles := newTrustBundles(cfg.Client)
+	defer bundles.shutdown()
 	tokens := apiobjects.NewTokens(objects)
 	wg.Go(func() { tokens.Run(ctx) }) // drops expired tokens every minute
 	// Pod certificates: requested from their signers, renewed by Run,
@@ -112,7 +116,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	a.volumes = apiobjects.NewVolumes(objects, cfg.RootDir, apiobjects.WithTokens(tokens), apiobjects.WithMounter(mounter),
 		apiobjects.WithEventRecorder(recorder), apiobjects.WithNodeAllocatable(node.Status.Allocatable),
-		apiobjects.WithPodCertificates(certs))
+		apiobjects.WithPodCertificates(certs), apiobjects.WithClusterTrustBundles(bundles))
 	syncer := podsync.NewSyncer(cfg.Runtime, ims,
 		podsync.WithNode(a.host), podsync.WithMounter(mounter),
 		podsync.WithRootDir(cfg.RootDir), podsync.WithPodLogsDir(cfg.PodLogsDir),
