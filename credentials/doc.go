@@ -1,6 +1,7 @@
 // Package credentials answers one question: for an image repository, which
 // registry credentials should a pull try, and in which order? It answers as
-// kubelet does (pkg/credentialprovider, v1.33–v1.35), with no global state,
+// kubelet does (pkg/credentialprovider, v1.33–v1.37.2; compared with
+// v1.37.2 by the differential tests in test/diff), with no global state,
 // and goes further only where asked to.
 //
 // # Node files
@@ -78,7 +79,7 @@
 // ServiceAccountTokenRequest.TokenRequest builds). A lookup for a pod
 // names it with a PodRef: PluginKeyring.LookupForPod, or ForPod for a
 // Keyring to pass where a node keyring goes; Lookup is a lookup for a pod
-// without a service account. As in kubelet v1.36:
+// without a service account. As in kubelet v1.37.2:
 //
 //   - no service account: the plugin runs without a token if
 //     requireServiceAccount is false, and not at all (no error) if true;

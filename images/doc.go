@@ -1,5 +1,5 @@
 // Package images is kubelet's image manager (pkg/kubelet/images,
-// v1.33–v1.36): Manager.EnsureImageExists decides whether a container's
+// v1.33–v1.37.2): Manager.EnsureImageExists decides whether a container's
 // image must be pulled, pulls it through a runtime.ImageService with the
 // right credentials, and reports what happened as kubelet does.
 //
@@ -48,7 +48,7 @@
 // # Ensure secret-pulled images (KEP-2535)
 //
 // With WithPullRecords (a pullrecords.Manager), EnsureImageExists does what
-// kubelet v1.36 does with KubeletEnsureSecretPulledImages on:
+// kubelet v1.37.2 does with KubeletEnsureSecretPulledImages on (its default):
 //
 //   - Every pull (any policy) first records an intent for the image as
 //     written; failing to write it is ErrImagePull with kubelet's message

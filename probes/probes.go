@@ -55,7 +55,10 @@
 // proxy, timeoutSeconds as the client's timeout; 2xx success, 3xx left
 // unfollowed a ProbeWarning event and success, redirects followed only on
 // the same host, other statuses a failure "HTTP probe failed with
-// statuscode: N" (the body is not shown), 10 KiB of body read. TCP
+// statuscode: N" (the body is not shown), 10 KiB of body read; an
+// httpGet.protocol of HTTP2 (h2c) and a grpc.mode of TLS are ignored, as
+// kubelet v1.37.2 ignores them with their alpha gates (H2CContainerProbe,
+// GRPCContainerProbeTLS) at their default, off. TCP
 // connect. gRPC health checking (grpc.health.v1): the connection is
 // awaited until the timeout, SERVING is success. Connections linger one
 // second at most (kubelet's ProbeDialer). Failures are Warning Unhealthy

@@ -1,4 +1,4 @@
-// Package pullrecords is kubelet v1.36's image pull manager
+// Package pullrecords is kubelet v1.37.2's image pull manager
 // (pkg/kubelet/images/pullmanager) for KEP-2535, "Ensure secret-pulled
 // images" (feature KubeletEnsureSecretPulledImages, beta and on by default
 // since v1.35): it remembers which credentials pulled which image, so that
@@ -14,7 +14,8 @@
 // image reference the runtime returned) mapping the image name without tag
 // or digest to the credentials that worked: the pull secret's namespace,
 // name and UID with the hex SHA-256 of the credential (kubelet's
-// hashAuthConfig; the credential itself is never stored), the service
+// hashAuthConfig, credentials.AuthConfig.Hash, compared with kubelet's in
+// test/diff; the credential itself is never stored), the service
 // account a credential provider plugin was given, or NodePodsAccessible
 // for the node's own credentials or an anonymous pull. Files are named
 // "sha256-" + the hex SHA-256 of the image or reference, written through a
@@ -48,7 +49,7 @@
 // defaulting; its pull manager rejects ""). The record types are declared
 // here with kubelet's field names, rather than imported from
 // k8s.io/kubelet/config/v1beta1, which would bring in k8s.io/component-base.
-// Kubelet keeps an in-memory cache in front of the files (v1.36); this
+// Kubelet keeps an in-memory cache in front of the files (v1.37.2); this
 // package reads the small files each time. Records are serialised by one
 // lock rather than kubelet's striped locks. Kubelet's image garbage
 // collector calls PruneUnknownRecords; podstart has none, so a caller that

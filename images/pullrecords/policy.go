@@ -12,7 +12,7 @@ import (
 // image already on the node needs the pod's credentials to be verified.
 type Policy string
 
-// The policies of kubelet v1.36 (k8s.io/kubelet/config/v1beta1).
+// The policies of kubelet v1.37.2 (k8s.io/kubelet/config/v1beta1).
 const (
 	// NeverVerify: any pod on the node may use any image on the node.
 	NeverVerify Policy = "NeverVerify"

@@ -9,7 +9,7 @@ import (
 
 // The record types have the fields and JSON names of kubelet's own
 // (k8s.io/kubelet/config/v1beta1 ImagePullIntent, ImagePulledRecord …), so
-// the files written here are the files kubelet v1.36 reads and writes.
+// the files written here are the files kubelet v1.37.2 reads and writes.
 // They are declared here because k8s.io/kubelet/config/v1beta1 brings in
 // k8s.io/component-base (logging and tracing configuration) for types a
 // pull record never uses.
