@@ -14,6 +14,13 @@
 //     PodCertificateRequest to its signer, the issued chain, renewed from
 //     beginRefreshAt, as kubelet's pod certificate manager does
 //     (PodCertificates, over a PodCertificateClient);
+//   - trust anchors for clusterTrustBundle projections (GA and on in
+//     v1.37): the certificates of a ClusterTrustBundle by name, or of a
+//     signer's bundles selected by labels, each once, with kubelet's
+//     optional rules and messages, as kubelet's ClusterTrustBundle manager
+//     gives them (ClusterTrustBundlePayload, over a
+//     ClusterTrustBundleSource: WithClusterTrustBundles, or a Source that
+//     is one);
 //   - environment values and envFrom sources from Secrets and ConfigMaps
 //     (a podsync.EnvResolver), with kubelet's optional and missing-key rules
 //     and messages, and the service variables kubelet adds from Services
@@ -65,6 +72,16 @@
 //     (WithPodCertificates) the projection fails with
 //     ErrNoPodCertificateClient; kubelet's standalone manager says
 //     "unimplemented".
+//   - clusterTrustBundle projections read their bundles at each setup
+//     of the volume; kubelet caches an answer up to 5 minutes (dropped
+//     when its informer sees a bundle change). The certificates are
+//     ordered by their DER bytes; kubelet shuffles them. A projection
+//     without labelSelector always matches no bundle; kubelet's cache
+//     keys it as one with an empty selector, so after such a projection
+//     of the same signer it gets all the signer's bundles. Without a
+//     ClusterTrustBundleSource the projection fails with
+//     ErrNoClusterTrustBundles, kubelet's message when the API server
+//     serves no ClusterTrustBundle API.
 //   - A failed chown or chmod for fsGroup fails the volume; kubelet logs
 //     it and mounts the volume without the group.
 //   - The payload builders refuse a defaultMode or item mode outside
@@ -86,7 +103,8 @@
 // Objects come from a Source (and Services from a ServiceLister): an
 // informer's lister, an API client, or a map in a test. The package never
 // imports client-go; a node agent adapts its client in a few lines (see
-// examples/nodeagent). Objects is a Source and a ServiceLister in memory.
+// examples/nodeagent). Objects is a Source, a ServiceLister and a
+// ClusterTrustBundleSource in memory.
 //
 // # Differences from kubelet
 //
