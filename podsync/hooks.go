@@ -67,12 +67,21 @@ func (s *Syncer) runHook(ctx context.Context, pod *corev1.Pod, c *corev1.Contain
 		case <-t.C():
 			return "", nil
 		case <-ctx.Done():
-			return "sleep hook interrupted", ctx.Err()
+			// Kubelet's text; the error still matches ctx's.
+			err := sleepInterrupted{ctx.Err()}
+			return fmt.Sprintf("Sleep lifecycle hook (%d) for Container %q in Pod %q failed - error: %v", h.Sleep.Seconds, c.Name, podName(pod), err), err
 		}
 	}
 	err := errors.New("handler has no exec, httpGet or sleep action")
 	return err.Error(), err
 }
+
+// sleepInterrupted is kubelet's error for a sleep hook cut short: its
+// text is kubelet's, and it unwraps to the context's error.
+type sleepInterrupted struct{ err error }
+
+func (e sleepInterrupted) Error() string { return "container terminated before sleep hook finished" }
+func (e sleepInterrupted) Unwrap() error { return e.err }
 
 // lifecycleUserAgent is kubelet v1.37's User-Agent for HTTP lifecycle
 // hooks ("kube-lifecycle/<major>.<minor>"), sent unless the hook sets one.

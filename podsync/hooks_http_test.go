@@ -1,10 +1,12 @@
 package podsync_test
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -160,5 +162,39 @@ func TestHTTPLifecycleHook(t *testing.T) {
 				t.Errorf("unexpected fallback event: %q", h.ev.list)
 			}
 		})
+	}
+}
+
+// A sleep hook cut short fails with kubelet's text, and its error still
+// matches the context's (kubelet's runSleepHandler).
+func TestSleepHookInterrupted(t *testing.T) {
+	h := newHarness(t, false, nil)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "hook", Namespace: "shop", UID: "uid-hook"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1",
+			Lifecycle: &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 30}}}}}},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := h.syncer.Status(ctx, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan podsync.Result)
+	go func() { done <- h.syncer.SyncPod(ctx, pod, st, nil) }()
+	for !h.clk.HasWaiters() { // the hook's timer is armed
+		goruntime.Gosched()
+	}
+	cancel()
+	r := <-done
+	var failed *podsync.SyncResult
+	for _, sr := range r.Results {
+		if sr.Err != nil && errors.Is(sr.Err, podsync.ErrPostStartHook) {
+			failed = sr
+		}
+	}
+	want := `Sleep lifecycle hook (30) for Container "app" in Pod "hook_shop(uid-hook)" failed - error: container terminated before sleep hook finished`
+	if failed == nil || !strings.Contains(failed.Message, want) || !errors.Is(failed.Err, context.Canceled) {
+		t.Fatalf("result %+v, want %q matching context.Canceled", failed, want)
 	}
 }
