@@ -48,16 +48,24 @@
 // is the caller's.
 //
 // Pod-level Resources and AllocatedResources (kubelet's
-// InPlacePodLevelResourcesVerticalScaling, beta and on since v1.36) are the
-// pod's effective requests and limits from its spec, as kubelet reports
-// them for a pod that is not running; for a running pod kubelet reads the
-// pod cgroup, which podstart does not make, so a kubelet with pod cgroups
-// may show them rounded as the cgroup stores them (CPU shares; v1.37
-// keeps the allocated CPU request when the cgroup v2 weight round trip
-// explains the difference). The side-by-side test against kubelet v1.36.3
-// (examples/nodeagent) found them equal for running pods. A container's Resources carry no memory request from the
-// runtime (no CRI runtime reports one, so kubelet never has one either);
-// kubelet's own test feeds one.
+// InPlacePodLevelResourcesVerticalScaling, beta and on since v1.36) are
+// kubelet v1.37.2's convertToAPIPodLevelResourcesStatus on a node without
+// pod cgroups, as podstart makes none (kubelet with cgroupsPerQOS false):
+// AllocatedResources are the pod's effective requests; Resources are the
+// effective requests and limits while the API server does not have the
+// pod Running, and once it does, the spec's pod-level values with a memory
+// request from the containers' and the previous status's CPU request and
+// limits kept while that status is Running too. So an ended pod without
+// pod-level resources shows its memory request alone, as the kubelet
+// beside podstart in examples/nodeagent's side-by-side test (cgroupsPerQOS
+// false) does. A kubelet with pod cgroups (its default) reads them instead
+// once the API server has the pod Running, so it shows an ended pod's
+// limits while its cgroup still holds them, and may show values rounded
+// as the cgroup stores them (CPU shares; v1.37 keeps the allocated CPU
+// request when the cgroup v2 weight round trip explains the difference). A
+// container's Resources carry no memory request from the runtime (no CRI
+// runtime reports one, so kubelet never has one either); kubelet's own
+// test feeds one.
 //
 // PodStatus includes the status manager's normalisation, so its times
 // are whole seconds where kubelet's generateAPIPodStatus alone keeps

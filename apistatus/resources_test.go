@@ -211,3 +211,81 @@ func TestPodLevelResourcesSucceededPod(t *testing.T) {
 		t.Fatalf("allocated %v", s.AllocatedResources)
 	}
 }
+
+// Pod-level Resources once the API server has the pod Running, as kubelet
+// v1.37.2's convertToAPIPodLevelResourcesStatus makes them without a pod
+// cgroup to read (cgroupsPerQOS false, how examples/nodeagent's kubelet
+// runs beside podstart): the spec's pod-level values, a memory request
+// from the containers', and the previous status's CPU request and limits
+// only while that status is Running too. The first case is kubelet's
+// Test_generateAPIPodStatus "running pod"; the OOM-killed pod is the one
+// the side-by-side test showed with requests only.
+func TestPodLevelResourcesRunningPath(t *testing.T) {
+	t.Parallel()
+	q := resource.MustParse
+	list := func(kv ...string) corev1.ResourceList {
+		l := corev1.ResourceList{}
+		for i := 0; i < len(kv); i += 2 {
+			l[corev1.ResourceName(kv[i])] = q(kv[i+1])
+		}
+		return l
+	}
+	full := &corev1.ResourceRequirements{Requests: list("cpu", "100m", "memory", "16Mi"), Limits: list("cpu", "200m", "memory", "16Mi")}
+	limited := corev1.Container{Name: "hog", Resources: corev1.ResourceRequirements{
+		Requests: list("cpu", "100m", "memory", "16Mi"), Limits: list("cpu", "200m", "memory", "16Mi")}}
+	cases := []struct {
+		name             string
+		spec             corev1.PodSpec
+		apiPhase         corev1.PodPhase
+		previous         *corev1.PodStatus
+		requests, limits corev1.ResourceList
+	}{{
+		name: "kubelet's running pod: the spec's pod-level values",
+		spec: corev1.PodSpec{
+			Resources:  &corev1.ResourceRequirements{Requests: list("cpu", "100m", "memory", "100Mi"), Limits: list("cpu", "200m", "memory", "200Mi")},
+			Containers: []corev1.Container{{Name: "containerA", Resources: corev1.ResourceRequirements{Requests: list("cpu", "100m", "memory", "100Mi"), Limits: list("cpu", "200m", "memory", "200Mi")}}}},
+		apiPhase: corev1.PodRunning,
+		requests: list("cpu", "100m", "memory", "100Mi"), limits: list("cpu", "200m", "memory", "200Mi"),
+	}, {
+		name: "not yet Running at the API server: effective requests and limits",
+		spec: corev1.PodSpec{Containers: []corev1.Container{limited}}, apiPhase: corev1.PodPending,
+		requests: list("cpu", "100m", "memory", "16Mi"), limits: list("cpu", "200m", "memory", "16Mi"),
+	}, {
+		name: "running, previous status Running: its values kept",
+		spec: corev1.PodSpec{Containers: []corev1.Container{limited}}, apiPhase: corev1.PodRunning,
+		previous: &corev1.PodStatus{Phase: corev1.PodRunning, Resources: full},
+		requests: list("cpu", "100m", "memory", "16Mi"), limits: list("cpu", "200m", "memory", "16Mi"),
+	}, {
+		name: "ended (previous status Failed): the memory request alone",
+		spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{limited}}, apiPhase: corev1.PodRunning,
+		previous: &corev1.PodStatus{Phase: corev1.PodFailed, Resources: full},
+		requests: list("memory", "16Mi"), limits: list(),
+	}, {
+		name: "ended with pod-level resources: the spec's kept",
+		spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Resources:  &corev1.ResourceRequirements{Requests: list("cpu", "100m", "memory", "32Mi"), Limits: list("cpu", "200m", "memory", "64Mi")},
+			Containers: []corev1.Container{{Name: "once"}}}, apiPhase: corev1.PodRunning,
+		previous: &corev1.PodStatus{Phase: corev1.PodSucceeded},
+		requests: list("cpu", "100m", "memory", "32Mi"), limits: list("cpu", "200m", "memory", "64Mi"),
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pod := &corev1.Pod{Spec: c.spec, Status: corev1.PodStatus{Phase: c.apiPhase}}
+			s := apistatus.PodStatus(apistatus.Input{Pod: pod, Status: &podsync.PodStatus{}, Previous: c.previous})
+			if s.Resources == nil || s.Resources.Requests == nil || s.Resources.Limits == nil {
+				t.Fatalf("resources %+v, want non-nil requests and limits", s.Resources)
+			}
+			for name, m := range map[string][2]corev1.ResourceList{"requests": {s.Resources.Requests, c.requests}, "limits": {s.Resources.Limits, c.limits}} {
+				got, want := m[0], m[1]
+				if len(got) != len(want) {
+					t.Errorf("%s %v, want %v", name, got, want)
+				}
+				for k, v := range want {
+					if g := got[k]; g.Cmp(v) != 0 {
+						t.Errorf("%s %s = %s, want %s", name, k, g.String(), v.String())
+					}
+				}
+			}
+		})
+	}
+}

@@ -201,7 +201,7 @@ func PodStatus(in Input) corev1.PodStatus {
 		eph = append(eph, corev1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
 	}
 	s.EphemeralContainerStatuses = c.statuses(old.EphemeralContainerStatuses, eph, false)
-	s.Resources, s.AllocatedResources = podResources(pod)
+	s.Resources, s.AllocatedResources = podResources(pod, &old)
 
 	all := append(append([]corev1.ContainerStatus{}, s.ContainerStatuses...), s.InitContainerStatuses...)
 	s.Phase = phase(pod, all, in.Terminal, hasActiveRegularContainer(pod, rs))
@@ -494,18 +494,54 @@ func resizeCondition(pod *corev1.Pod, rs *podsync.PodStatus, old *corev1.PodStat
 }
 
 // podResources is the pod-level Resources and AllocatedResources of
-// kubelet v1.37.2 (InPlacePodLevelResourcesVerticalScaling, on by default):
-// the pod's effective requests (containers and sidecars by the sidecar
-// KEP's formula, pod-level requests over them, plus overhead) and limits.
-// Kubelet reports these for a pod that is not running and reads the pod
-// cgroup for a running one; podstart makes no pod cgroup, so they are
-// what that cgroup would be given (and what kubelet reports without one).
-func podResources(pod *corev1.Pod) (*corev1.ResourceRequirements, corev1.ResourceList) {
+// kubelet v1.37.2 (InPlacePodLevelResourcesVerticalScaling, on by default;
+// convertToAPIPodLevelResourcesStatus) on a node without pod cgroups to
+// read, as podstart makes none (kubelet with cgroupsPerQOS false). The
+// allocated resources are the pod's effective requests (containers and
+// sidecars by the sidecar KEP's formula, pod-level requests over them,
+// plus overhead). Resources, while the API server does not have the pod
+// Running, are those requests and the effective limits; once it does,
+// they are the pod-level requests and limits of the spec, a memory request
+// from the effective requests when the spec has none, and the previous
+// status's CPU request and CPU and memory limits when that status was
+// Running too (kubelet's preserveOldResourcesValue, standing in for the
+// cgroup values it cannot read). So a pod that ran keeps its values,
+// while one that ended is reported with what its spec sets at pod level
+// and its memory request alone.
+func podResources(pod *corev1.Pod, old *corev1.PodStatus) (*corev1.ResourceRequirements, corev1.ResourceList) {
+	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	r := pod.Spec.Resources.DeepCopy()
 	if r == nil {
 		r = &corev1.ResourceRequirements{}
 	}
-	r.Requests = resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-	r.Limits = resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
-	return r, r.Requests.DeepCopy()
+	if pod.Status.Phase != corev1.PodRunning {
+		r.Requests = requests
+		r.Limits = resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
+		return r, requests.DeepCopy()
+	}
+	if r.Requests == nil {
+		r.Requests = corev1.ResourceList{}
+	}
+	if r.Limits == nil {
+		r.Limits = corev1.ResourceList{}
+	}
+	preserve := func(name corev1.ResourceName, from func(*corev1.ResourceRequirements) corev1.ResourceList, into corev1.ResourceList) {
+		if old.Phase != corev1.PodRunning || old.Resources == nil {
+			return
+		}
+		if q, ok := from(old.Resources)[name]; ok {
+			into[name] = q.DeepCopy()
+		}
+	}
+	oldRequests := func(r *corev1.ResourceRequirements) corev1.ResourceList { return r.Requests }
+	oldLimits := func(r *corev1.ResourceRequirements) corev1.ResourceList { return r.Limits }
+	preserve(corev1.ResourceCPU, oldRequests, r.Requests)
+	if _, ok := r.Requests[corev1.ResourceMemory]; !ok {
+		if q, ok := requests[corev1.ResourceMemory]; ok {
+			r.Requests[corev1.ResourceMemory] = q.DeepCopy()
+		}
+	}
+	preserve(corev1.ResourceCPU, oldLimits, r.Limits)
+	preserve(corev1.ResourceMemory, oldLimits, r.Limits)
+	return r, requests.DeepCopy()
 }
