@@ -153,6 +153,9 @@ func (e *wrappedPayloadError) Unwrap() []error { return []error{e.err, e.class} 
 func trustAnchors(bundles []*certificatesv1.ClusterTrustBundle) []byte {
 	var ders [][]byte
 	for _, b := range bundles {
+		if b == nil { // a source's (nil, nil): no certificate
+			continue
+		}
 		rest := []byte(b.Spec.TrustBundle)
 		for {
 			var block *pem.Block
