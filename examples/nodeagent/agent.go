@@ -130,14 +130,19 @@ func Run(ctx context.Context, cfg Config) error {
 	// admission plugin has copied its account's into it. The agent also
 	// reads the account's, for pods made without that plugin (client-go's
 	// fake clientset in its tests).
-	pullSecrets := apiobjects.PullSecrets{Source: objects, Recorder: recorder, ServiceAccounts: objects}
+	pullSecrets := &apiobjects.PullSecrets{Source: objects, Recorder: recorder, ServiceAccounts: objects}
 	// Statuses reach the API server through kubelet's status manager,
 	// which also deletes a pod's object once the worker removed the pod.
 	statuses := statusmanager.New(apiClient{cfg.Client}, statusmanager.WithClock(cfg.Clock))
 	a.workers = podworker.New(syncer, cfg.Runtime,
 		podworker.WithRuntimeName(v.RuntimeName), podworker.WithHostIPs(hostIPs...),
 		podworker.WithProbes(prober), podworker.WithPullSecrets(pullSecrets.ForPod),
-		podworker.WithOnSync(statuses.OnSync))
+		podworker.WithOnSync(func(uid types.UID, st podworker.PodState) {
+			// FailedToRetrieveImagePullSecret, after a pull that failed
+			// (kubelet v1.37).
+			pullSecrets.AfterSync(st.Pod, st.Result)
+			statuses.OnSync(uid, st)
+		}))
 	defer a.workers.Close()
 
 	// The pods bound to this node, as kubelet's API source watches them.

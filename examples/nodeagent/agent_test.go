@@ -429,9 +429,11 @@ func TestNodeAndLease(t *testing.T) {
 // Every goroutine the agent starts ends with Run.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// A private image is pulled with the service account's pull secret.
+// A private image is pulled with the service account's pull secret; a
+// pull secret that cannot be read is named in kubelet's event once a pull
+// fails (v1.37: not when the pull succeeds).
 func TestPullSecretOfServiceAccount(t *testing.T) {
-	h := start(t, fake.WithRegistryAuth("registry.example.com", "robot", "hunter2"))
+	h := start(t, fake.WithRegistryAuth("registry.example.com", "robot", "hunter2"), fake.WithRegistryAuth("other.example.com", "someone", "else"))
 	ctx := context.Background()
 	cfg := `{"auths":{"registry.example.com":{"username":"robot","password":"hunter2"}}}`
 	objs := []apiruntime.Object{
@@ -460,14 +462,23 @@ func TestPullSecretOfServiceAccount(t *testing.T) {
 			t.Errorf("pulled with auth %v", r.GetAuth())
 		}
 	}
-	// kubelet's event for the secret left out.
+	// A pod whose pull fails: kubelet's event for the secret left out.
+	denied := testPod("denied")
+	denied.Spec.Containers[0].Image = "other.example.com/team/app:1.0"
+	denied.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "missing"}}
+	if _, err := h.client.CoreV1().Pods("default").Create(ctx, denied, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, "a FailedToRetrieveImagePullSecret event", func() bool {
 		evs, err := h.client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range evs.Items {
-			if e.Reason == "FailedToRetrieveImagePullSecret" && e.Type == corev1.EventTypeWarning && e.InvolvedObject.Name == "private" &&
+			if e.Reason == "FailedToRetrieveImagePullSecret" && e.InvolvedObject.Name == "private" {
+				t.Errorf("event for a pod whose pull succeeded: %s", e.Message)
+			}
+			if e.Reason == "FailedToRetrieveImagePullSecret" && e.Type == corev1.EventTypeWarning && e.InvolvedObject.Name == "denied" &&
 				e.Message == "Unable to retrieve some image pull secrets (missing); attempting to pull the image may not succeed." {
 				return true
 			}
