@@ -239,6 +239,7 @@ func TestPodLevelResourcesRunningPath(t *testing.T) {
 		apiPhase         corev1.PodPhase
 		previous         *corev1.PodStatus
 		requests, limits corev1.ResourceList
+		runtime          *podsync.PodStatus // nil: nothing on the runtime
 	}{{
 		name: "kubelet's running pod: the spec's pod-level values",
 		spec: corev1.PodSpec{
@@ -261,6 +262,12 @@ func TestPodLevelResourcesRunningPath(t *testing.T) {
 		previous: &corev1.PodStatus{Phase: corev1.PodFailed, Resources: full},
 		requests: list("memory", "16Mi"), limits: list(),
 	}, {
+		name: "ends in this status, previous Running: nothing kept, as kubelet's terminating sync leaves it",
+		spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{limited}}, apiPhase: corev1.PodRunning,
+		previous: &corev1.PodStatus{Phase: corev1.PodRunning, Resources: full},
+		runtime:  &podsync.PodStatus{ContainerStatuses: []*podsync.ContainerStatus{{ID: "c1", Name: "hog", State: podsync.ContainerStateExited, ExitCode: 137, Reason: "OOMKilled"}}},
+		requests: list("memory", "16Mi"), limits: list(),
+	}, {
 		name: "ended with pod-level resources: the spec's kept",
 		spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 			Resources:  &corev1.ResourceRequirements{Requests: list("cpu", "100m", "memory", "32Mi"), Limits: list("cpu", "200m", "memory", "64Mi")},
@@ -271,7 +278,11 @@ func TestPodLevelResourcesRunningPath(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			pod := &corev1.Pod{Spec: c.spec, Status: corev1.PodStatus{Phase: c.apiPhase}}
-			s := apistatus.PodStatus(apistatus.Input{Pod: pod, Status: &podsync.PodStatus{}, Previous: c.previous})
+			rs := c.runtime
+			if rs == nil {
+				rs = &podsync.PodStatus{}
+			}
+			s := apistatus.PodStatus(apistatus.Input{Pod: pod, Status: rs, Previous: c.previous})
 			if s.Resources == nil || s.Resources.Requests == nil || s.Resources.Limits == nil {
 				t.Fatalf("resources %+v, want non-nil requests and limits", s.Resources)
 			}

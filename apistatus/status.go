@@ -201,7 +201,6 @@ func PodStatus(in Input) corev1.PodStatus {
 		eph = append(eph, corev1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
 	}
 	s.EphemeralContainerStatuses = c.statuses(old.EphemeralContainerStatuses, eph, false)
-	s.Resources, s.AllocatedResources = podResources(pod, &old)
 
 	all := append(append([]corev1.ContainerStatus{}, s.ContainerStatuses...), s.InitContainerStatuses...)
 	s.Phase = phase(pod, all, in.Terminal, hasActiveRegularContainer(pod, rs))
@@ -225,6 +224,16 @@ func PodStatus(in Input) corev1.PodStatus {
 	if (pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded) && s.Phase != pod.Status.Phase {
 		s.Phase = pod.Status.Phase // no transition out of a terminal phase
 	}
+
+	// Kubelet generates a terminal pod's status again in its terminating
+	// and terminated syncs, with its cached status, terminal by then, as
+	// the old one: the values it preserves from a Running status never
+	// survive into what it leaves in the API server.
+	resOld := old
+	if s.Phase == corev1.PodFailed || s.Phase == corev1.PodSucceeded {
+		resOld.Phase = s.Phase
+	}
+	s.Resources, s.AllocatedResources = podResources(pod, &resOld)
 
 	updateProbeStatus(pod, &s, in.Probes, in.ProberStart)
 
