@@ -54,7 +54,7 @@ var rules = map[string]rule{
 	"podsync":            {module: []string{"criconfig", "images", "mounts", "runtime", "validation", "internal/..."}, forbid: heavyDeps},
 	"apistatus":          {module: []string{"podsync", "criconfig"}, forbid: heavyDeps},
 	// apiobjects: what a pod refers to in the API, for podsync's seams.
-	"apiobjects": {module: []string{"podsync", "criconfig", "mounts", "validation"}, forbid: heavyDeps},
+	"apiobjects": {module: []string{"podsync", "images", "criconfig", "mounts", "validation"}, forbid: heavyDeps},
 	// nodestatus: the Node, its status setters and heartbeat, for node agents.
 	"nodestatus": {module: []string{"criconfig", "runtime"}, forbid: heavyDeps},
 	"podworker":  {module: []string{"podsync", "apistatus", "probes", "runtime", "validation"}, forbid: heavyDeps},

@@ -1,6 +1,6 @@
 // Package apiobjects resolves what a pod refers to in the API: Secrets,
 // ConfigMaps, its own fields and its service account's tokens, turned into
-// what podsync and podworker take, as kubelet v1.36 does it:
+// what podsync and podworker take, as kubelet v1.37.2 does it:
 //
 //   - volumes: Secret, ConfigMap, downward API and projected volumes, their
 //     payloads built as kubelet's volume plugins build them and written as

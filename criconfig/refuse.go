@@ -9,7 +9,7 @@ import (
 // would not be the container its pod asked for. TestRefusals walks it.
 var Refusals = []string{
 	"spec.os.name: windows (podstart runs Linux containers only)",
-	"spec.hostUsers: false (user namespaces: no ID mappings are allocated yet)",
+	"spec.hostUsers: false on a runtime without user namespaces or a node without a UserNamespaceMapper",
 	"spec.resourceClaims and containers[*].resources.claims (dynamic resource allocation)",
 	"containers[*].volumeDevices (raw block volumes)",
 	"securityContext.windowsOptions.hostProcess: true",
