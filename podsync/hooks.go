@@ -2,6 +2,7 @@ package podsync
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -226,4 +227,26 @@ func resolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
 		return port, nil
 	}
 	return port, fmt.Errorf("invalid port number: %v", port)
+}
+
+// lifecycleHTTPClient is kubelet's insecureContainerLifecycleHTTPClient:
+// a hook's HTTPS target is the container's own server, whose certificate
+// nothing on the node can verify, so it is not verified; the client
+// carries no credentials, and a redirect to another host is not followed
+// (kubelet's RedirectChecker(false)). The timeout bounds a hook whose
+// server never answers.
+func lifecycleHTTPClient() *http.Client {
+	return &http.Client{
+		Timeout:   30 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // as kubelet: nothing can verify a container's certificate
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if req.URL.Hostname() != via[0].URL.Hostname() {
+				return http.ErrUseLastResponse
+			}
+			if len(via) >= 10 {
+				return errors.New("stopped after 10 redirects")
+			}
+			return nil
+		},
+	}
 }

@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/podstart/podstart/podsync"
@@ -196,5 +197,55 @@ func TestSleepHookInterrupted(t *testing.T) {
 	want := `Sleep lifecycle hook (30) for Container "app" in Pod "hook_shop(uid-hook)" failed - error: container terminated before sleep hook finished`
 	if failed == nil || !strings.Contains(failed.Message, want) || !errors.Is(failed.Err, context.Canceled) {
 		t.Fatalf("result %+v, want %q matching context.Canceled", failed, want)
+	}
+}
+
+// The default client is kubelet's insecureContainerLifecycleHTTPClient: an
+// HTTPS hook is not refused for a certificate nobody can verify (the
+// container's own), and a redirect to another host is not followed.
+func TestHTTPSLifecycleHookDefaultClient(t *testing.T) {
+	var elsewhere hookServer
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.mu.Lock()
+		elsewhere.reqs = append(elsewhere.reqs, r)
+		elsewhere.mu.Unlock()
+	}))
+	defer other.Close()
+	_, otherPort, _ := net.SplitHostPort(other.Listener.Addr().String())
+	var rec hookServer
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec.mu.Lock()
+		rec.reqs = append(rec.reqs, r.Clone(r.Context()))
+		rec.mu.Unlock()
+		if r.URL.Path == "/moved" {
+			http.Redirect(w, r, "http://localhost:"+otherPort+"/there", http.StatusFound)
+		}
+	}))
+	defer srv.Close()
+	_, portText, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	port, _ := strconv.Atoi(portText)
+	for _, path := range []string{"here", "moved"} {
+		h := newHarness(t, false, nil)
+		get := corev1.HTTPGetAction{Host: "127.0.0.1", Port: intstr.FromInt(port), Path: path, Scheme: corev1.URISchemeHTTPS}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "hook-" + path, Namespace: "shop", UID: types.UID("uid-hook-" + path)},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1",
+				Lifecycle: &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{HTTPGet: &get}}}}},
+		}
+		r := h.sync(pod)
+		for _, sr := range r.Results {
+			if sr.Err != nil {
+				t.Fatalf("%s: %s failed: %v (%s)", path, sr.Action, sr.Err, sr.Message)
+			}
+		}
+		if h.ev.has("LifecycleHTTPFallback") {
+			t.Errorf("%s: fell back to HTTP: %q", path, h.ev.list)
+		}
+	}
+	if n := len(rec.requests()); n != 2 {
+		t.Errorf("%d HTTPS requests, want 2", n)
+	}
+	if n := len(elsewhere.requests()); n != 0 {
+		t.Errorf("the redirect to another host was followed (%d requests)", n)
 	}
 }

@@ -153,7 +153,8 @@ func WithMountOptions(opts ...mounts.Option) Option {
 	return func(o *options) { o.mountOpts = append(o.mountOpts, opts...) }
 }
 
-// WithHTTPClient sets the client for HTTP lifecycle hooks.
+// WithHTTPClient sets the client for HTTP lifecycle hooks (default: as
+// kubelet's, TLS unverified, no redirect to another host, 30 s timeout).
 func WithHTTPClient(c *http.Client) Option { return func(o *options) { o.httpClient = c } }
 
 // WithTrace receives each step as it finishes.
@@ -177,7 +178,7 @@ type Syncer struct {
 
 // NewSyncer returns a Syncer over rt that pulls images with ims.
 func NewSyncer(rt runtime.RuntimeService, ims ImageEnsurer, opts ...Option) *Syncer {
-	o := options{clock: clock.RealClock{}, handler: func(*corev1.Pod) string { return "" }, httpClient: &http.Client{Timeout: 30 * time.Second},
+	o := options{clock: clock.RealClock{}, handler: func(*corev1.Pod) string { return "" }, httpClient: lifecycleHTTPClient(),
 		backoffInit: DefaultBackOffInitial, backoffMax: DefaultBackOffMax}
 	for _, opt := range opts {
 		opt(&o)

@@ -2,8 +2,6 @@ package podsync
 
 import (
 	"fmt"
-	"net/http"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
@@ -21,7 +19,7 @@ func (o *options) nilDefaults() {
 		o.handler = func(*corev1.Pod) string { return "" }
 	}
 	if o.httpClient == nil {
-		o.httpClient = &http.Client{Timeout: 30 * time.Second}
+		o.httpClient = lifecycleHTTPClient()
 	}
 }
 
