@@ -7,7 +7,9 @@
 //   - Sandbox: none, several ready, the newest not ready, a changed network
 //     namespace (sandbox ID then ""), or no IP for a pod-network pod means a
 //     new sandbox with attempt max+1; otherwise attempt stays at the
-//     maximum. Under restartPolicy Never a sandbox is not recreated once
+//     maximum (kubelet takes the newest sandbox's attempt, which is the
+//     maximum unless an older sandbox outlived a newer one: then kubelet's
+//     next sandbox can take a name the runtime still holds). Under restartPolicy Never a sandbox is not recreated once
 //     containers ran; under OnFailure not when every container succeeded.
 //     The reason is kubelet's message (SandboxMessageNone, ...), which
 //     apistatus puts in the PodReadyToStartContainers condition.
