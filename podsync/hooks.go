@@ -14,9 +14,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/podstart/podstart/images"
+	"github.com/podstart/podstart/internal/httpaction"
 	"github.com/podstart/podstart/runtime"
 )
 
@@ -150,7 +150,7 @@ func hookRequest(ctx context.Context, g *corev1.HTTPGetAction, c *corev1.Contain
 	if scheme == "" {
 		scheme = "http"
 	}
-	port, err := resolvePort(g.Port, c)
+	port, err := httpaction.ResolvePort(g.Port, c)
 	if err != nil {
 		return nil, err
 	}
@@ -201,34 +201,6 @@ func discardBody(resp *http.Response) {
 	}
 }
 
-// resolvePort is kubelet v1.37's probe.ResolveContainerPort: a string
-// port is only the name of one of the container's ports (v1.37 dropped
-// the numeric fallback: "8080" names no port).
-func resolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
-	port := -1
-	switch p.Type {
-	case intstr.Int:
-		port = p.IntValue()
-	case intstr.String:
-		found := false
-		for _, cp := range c.Ports {
-			if cp.Name == p.StrVal {
-				port, found = int(cp.ContainerPort), true
-				break
-			}
-		}
-		if !found {
-			return 0, fmt.Errorf("port %q not found", p.StrVal)
-		}
-	default:
-		return port, fmt.Errorf("intOrString had no kind: %+v", p)
-	}
-	if port > 0 && port < 65536 {
-		return port, nil
-	}
-	return port, fmt.Errorf("invalid port number: %v", port)
-}
-
 // lifecycleHTTPClient is kubelet's insecureContainerLifecycleHTTPClient:
 // a hook's HTTPS target is the container's own server, whose certificate
 // nothing on the node can verify, so it is not verified; the client
@@ -237,16 +209,8 @@ func resolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
 // server never answers.
 func lifecycleHTTPClient() *http.Client {
 	return &http.Client{
-		Timeout:   30 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // as kubelet: nothing can verify a container's certificate
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if req.URL.Hostname() != via[0].URL.Hostname() {
-				return http.ErrUseLastResponse
-			}
-			if len(via) >= 10 {
-				return errors.New("stopped after 10 redirects")
-			}
-			return nil
-		},
+		Timeout:       30 * time.Second,
+		Transport:     &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // as kubelet: nothing can verify a container's certificate
+		CheckRedirect: httpaction.SameHostRedirects,
 	}
 }

@@ -21,9 +21,9 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/podstart/podstart/internal/expansion"
+	"github.com/podstart/podstart/internal/httpaction"
 	"github.com/podstart/podstart/runtime"
 )
 
@@ -72,18 +72,7 @@ func defaultHTTPClient() *http.Client {
 		TLSHandshakeTimeout: 10 * time.Second,
 		DialContext:         probeDialer().DialContext,
 	}
-	return &http.Client{Transport: t, CheckRedirect: sameHostRedirects}
-}
-
-// sameHostRedirects is kubelet's RedirectChecker(false).
-func sameHostRedirects(req *http.Request, via []*http.Request) error {
-	if req.URL.Hostname() != via[0].URL.Hostname() {
-		return http.ErrUseLastResponse
-	}
-	if len(via) >= 10 {
-		return errors.New("stopped after 10 redirects")
-	}
-	return nil
+	return &http.Client{Transport: t, CheckRedirect: httpaction.SameHostRedirects}
 }
 
 // probeTimeout is the probe's timeoutSeconds, or the API server's default
@@ -108,7 +97,7 @@ func (w *worker) run1(pod *corev1.Pod, podIP string) (outcome, error) {
 	case p.HTTPGet != nil:
 		return httpProbe(ctx, m.http, c, p.HTTPGet, podIP, timeout)
 	case p.TCPSocket != nil:
-		port, err := resolvePort(p.TCPSocket.Port, c)
+		port, err := httpaction.ResolvePort(p.TCPSocket.Port, c)
 		if err != nil {
 			return outcome{}, err
 		}
@@ -177,35 +166,6 @@ func limited(stdout, stderr []byte) string {
 	return string(stdout) + string(stderr)
 }
 
-// resolvePort is kubelet v1.37's probe.ResolveContainerPort, errors
-// included: a string port is only ever a name of one of the container's
-// ports ("port %q not found" otherwise); a numeric string such as "8080"
-// is no longer taken as a number (v1.36 fell back to strconv.Atoi).
-func resolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
-	port := -1
-	switch p.Type {
-	case intstr.Int:
-		port = p.IntValue()
-	case intstr.String:
-		found := false
-		for _, cp := range c.Ports {
-			if cp.Name == p.StrVal {
-				port, found = int(cp.ContainerPort), true
-				break
-			}
-		}
-		if !found {
-			return 0, fmt.Errorf("port %q not found", p.StrVal)
-		}
-	default:
-		return port, fmt.Errorf("intOrString had no kind: %+v", p)
-	}
-	if port > 0 && port < 65536 {
-		return port, nil
-	}
-	return port, fmt.Errorf("invalid port number: %v", port)
-}
-
 // httpRequest is kubelet's NewRequestForHTTPGetAction.
 func httpRequest(ctx context.Context, g *corev1.HTTPGetAction, c *corev1.Container, podIP string) (*http.Request, error) {
 	scheme := strings.ToLower(string(g.Scheme))
@@ -216,7 +176,7 @@ func httpRequest(ctx context.Context, g *corev1.HTTPGetAction, c *corev1.Contain
 	if host == "" {
 		host = podIP
 	}
-	port, err := resolvePort(g.Port, c)
+	port, err := httpaction.ResolvePort(g.Port, c)
 	if err != nil {
 		return nil, err
 	}

@@ -20,9 +20,11 @@ import (
 	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/podstart/podstart/internal/httpaction"
 )
 
-// TestGetURLParts and TestGetTCPAddrParts are kubelet's, on resolvePort.
+// TestGetURLParts and TestGetTCPAddrParts are kubelet's, on httpaction.ResolvePort.
 func TestGetURLParts(t *testing.T) {
 	c := &corev1.Container{Ports: []corev1.ContainerPort{{Name: "found", ContainerPort: 93}}}
 	for _, tc := range []struct {
@@ -41,7 +43,7 @@ func TestGetURLParts(t *testing.T) {
 		{intstr.FromString("118"), false, 0, `port "118" not found`},
 		{intstr.FromInt32(65536), false, 0, "invalid port number: 65536"},
 	} {
-		got, err := resolvePort(tc.port, c)
+		got, err := httpaction.ResolvePort(tc.port, c)
 		if tc.ok && (err != nil || got != tc.want) {
 			t.Errorf("%v: %d, %v; want %d", tc.port, got, err, tc.want)
 		}
