@@ -56,7 +56,7 @@ var rules = map[string]rule{
 	// apiobjects: what a pod refers to in the API, for podsync's seams.
 	"apiobjects": {module: []string{"podsync", "images", "criconfig", "mounts", "validation"}, forbid: heavyDeps},
 	// nodestatus: the Node, its status setters and heartbeat, for node agents.
-	"nodestatus": {module: []string{"criconfig", "runtime"}, forbid: heavyDeps},
+	"nodestatus": {module: []string{"criconfig", "runtime", "internal/hostinfo"}, forbid: heavyDeps},
 	"podworker":  {module: []string{"podsync", "apistatus", "probes", "runtime", "validation"}, forbid: heavyDeps},
 	"probes":     {module: []string{"podsync", "images", "runtime", "internal/..."}, forbid: heavyDeps},
 	// statusmanager: the top floor, writing podworker's statuses to an

@@ -1,13 +1,9 @@
 package criconfig
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
-	goruntime "runtime"
 	"strconv"
 	"strings"
 
@@ -16,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	netutils "k8s.io/utils/net"
+
+	"github.com/podstart/podstart/internal/hostinfo"
 )
 
 // FromHost fills the zero fields of n that kubelet reads from the machine
@@ -32,7 +30,7 @@ import (
 // zero, and what needs it is refused (ErrUnknownNodeFact), never guessed.
 func FromHost(n Node) Node {
 	if n.MemoryCapacity == 0 {
-		n.MemoryCapacity = memTotal()
+		n.MemoryCapacity = hostinfo.Meminfo("MemTotal:")
 	}
 	if n.HugePageSizes == nil {
 		n.HugePageSizes = hugePageSizes()
@@ -169,7 +167,7 @@ const (
 // no memory).
 func HostAllocatable(rootDir string, memoryCapacity int64, hugePageSizes []int64) corev1.ResourceList {
 	a := corev1.ResourceList{
-		corev1.ResourceCPU: *resource.NewMilliQuantity(int64(numCPUs())*1000, resource.DecimalSI),
+		corev1.ResourceCPU: *resource.NewMilliQuantity(int64(hostinfo.NumCPUs())*1000, resource.DecimalSI),
 	}
 	var huge int64
 	for _, size := range hugePageSizes {
@@ -184,48 +182,11 @@ func HostAllocatable(rootDir string, memoryCapacity int64, hugePageSizes []int64
 	if memoryCapacity > 0 {
 		a[corev1.ResourceMemory] = *resource.NewQuantity(max(memoryCapacity-defaultEvictionMemory-huge, 0), resource.BinarySI)
 	}
-	if fs := fsCapacity(rootDir); fs > 0 {
+	if fs := hostinfo.FSCapacity(rootDir); fs > 0 {
 		reserved := int64(float64(fs) * float64(defaultEvictionNodeFS))
 		a[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(max(fs-reserved, 0), resource.BinarySI)
 	}
 	return a
-}
-
-// numCPUs counts the processor entries of /proc/cpuinfo, as cAdvisor's
-// machine info.
-func numCPUs() int {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return goruntime.NumCPU()
-	}
-	n := 0
-	for _, l := range strings.Split(string(b), "\n") {
-		if k, _, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "processor" {
-			n++
-		}
-	}
-	if n == 0 {
-		return goruntime.NumCPU()
-	}
-	return n
-}
-
-// fsCapacity is the size in bytes of the filesystem that holds dir (or
-// would: its nearest existing parent), blocks times fragment size as
-// cAdvisor reads it; 0 when none can be read.
-func fsCapacity(dir string) int64 {
-	dir = filepath.Clean(dir)
-	for {
-		var st unix.Statfs_t
-		if err := unix.Statfs(dir, &st); err == nil {
-			return int64(st.Blocks) * st.Frsize
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return 0
-		}
-		dir = parent
-	}
 }
 
 func readInt(path string) (int64, error) {
@@ -234,22 +195,6 @@ func readInt(path string) (int64, error) {
 		return 0, err
 	}
 	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-}
-
-func memTotal() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) >= 2 && f[0] == "MemTotal:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
 }
 
 // hugePageSizes lists the node's huge page sizes in directory order, not

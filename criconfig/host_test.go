@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/podstart/podstart/internal/hostinfo"
 )
 
 // hasDefaultRoute reads /proc/net/route for a 0.0.0.0 destination.
@@ -59,8 +61,8 @@ func TestFromHostNodeFacts(t *testing.T) {
 		root := filepath.Join(t.TempDir(), "not", "made", "yet")
 		n := FromHost(Node{RootDir: root})
 		a := n.Allocatable
-		if cpu := a[corev1.ResourceCPU]; cpu.MilliValue() != int64(numCPUs())*1000 || cpu.MilliValue() <= 0 {
-			t.Fatalf("cpu %v, want %d cores", cpu.String(), numCPUs())
+		if cpu := a[corev1.ResourceCPU]; cpu.MilliValue() != int64(hostinfo.NumCPUs())*1000 || cpu.MilliValue() <= 0 {
+			t.Fatalf("cpu %v, want %d cores", cpu.String(), hostinfo.NumCPUs())
 		}
 		if n.MemoryCapacity <= 0 {
 			t.Fatal("memory capacity not read")
@@ -74,7 +76,7 @@ func TestFromHostNodeFacts(t *testing.T) {
 		if mem := a[corev1.ResourceMemory]; mem.Value() != n.MemoryCapacity-100<<20-huge {
 			t.Fatalf("memory %d, want capacity %d - 100Mi - huge pages %d", mem.Value(), n.MemoryCapacity, huge)
 		}
-		fs := fsCapacity(root)
+		fs := hostinfo.FSCapacity(root)
 		if st := a[corev1.ResourceEphemeralStorage]; fs <= 0 || st.Value() != fs-int64(float64(fs)*float64(float32(0.1))) {
 			t.Fatalf("ephemeral-storage %d of a %d-byte filesystem, want 90%%", st.Value(), fs)
 		}

@@ -1,12 +1,9 @@
 package nodestatus
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"net"
 	"os"
-	goruntime "runtime"
 	"strconv"
 	"strings"
 
@@ -18,6 +15,7 @@ import (
 	netutils "k8s.io/utils/net"
 
 	"github.com/podstart/podstart/criconfig"
+	"github.com/podstart/podstart/internal/hostinfo"
 )
 
 // Machine is what kubelet learns about the machine from cAdvisor and
@@ -71,7 +69,7 @@ func (m Machine) Capacity() corev1.ResourceList {
 // as kubelet v1.37.2). What it cannot read stays zero.
 func MachineFromHost(rootDir string) Machine {
 	host := criconfig.FromHost(criconfig.Node{})
-	m := Machine{NumCores: numCPUs(), MemoryCapacity: host.MemoryCapacity}
+	m := Machine{NumCores: hostinfo.NumCPUs(), MemoryCapacity: host.MemoryCapacity}
 	for _, size := range host.HugePageSizes {
 		n, _ := readInt(fmt.Sprintf("/sys/kernel/mm/hugepages/hugepages-%dkB/nr_hugepages", size/1024))
 		m.HugePages = append(m.HugePages, HugePages{PageSize: size, NumPages: n})
@@ -82,45 +80,12 @@ func MachineFromHost(rootDir string) Machine {
 	}
 	m.SystemUUID = readTrimmed("/sys/class/dmi/id/product_uuid")
 	m.BootID = readTrimmed("/proc/sys/kernel/random/boot_id")
-	m.SwapCapacity = meminfo("SwapTotal:")
+	m.SwapCapacity = hostinfo.Meminfo("SwapTotal:")
 	m.RunningInUserNamespace = RunningInUserNamespace()
 	if rootDir != "" {
-		m.EphemeralStorage = fsCapacity(rootDir)
+		m.EphemeralStorage = hostinfo.FSCapacity(rootDir)
 	}
 	return m
-}
-
-func numCPUs() int {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return goruntime.NumCPU()
-	}
-	n := 0
-	for _, l := range strings.Split(string(b), "\n") {
-		if k, _, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "processor" {
-			n++
-		}
-	}
-	if n == 0 {
-		return goruntime.NumCPU()
-	}
-	return n
-}
-
-func meminfo(key string) int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) >= 2 && f[0] == key {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
 }
 
 func readTrimmed(path string) string {
