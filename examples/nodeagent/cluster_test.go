@@ -42,6 +42,25 @@ func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
 	return c
 }
 
+// startCluster starts a real kube-apiserver with node as its node's name
+// and makes what kube-controller-manager would have made: the default
+// service account and the root CA config map every pod's token volume
+// reads. It returns the cluster and an admin client.
+func startCluster(t *testing.T, node string) (*cluster.Cluster, kubernetes.Interface) {
+	t.Helper()
+	c := cluster.StartT(t, cluster.Options{NodeName: node})
+	admin := clientFor(t, c.AdminKubeconfig)
+	ctx := context.Background()
+	if _, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	rootCA := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"}, Data: map[string]string{"ca.crt": "CA"}}
+	if _, err := admin.CoreV1().ConfigMaps("default").Create(ctx, rootCA, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return c, admin
+}
+
 // The agent against a real kube-apiserver v1.37.2 (test/cluster), with the
 // node's own credentials (Node authorizer, NodeRestriction): it registers
 // its Node and Lease, a pod bound to it by the API (admission applied: the
@@ -50,19 +69,8 @@ func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
 // object gone. The runtime is runtime/fake; test/e2e covers containerd.
 func TestAgentAgainstAPIServer(t *testing.T) {
 	const node = "podstart-node"
-	c := cluster.StartT(t, cluster.Options{NodeName: node})
-	admin := clientFor(t, c.AdminKubeconfig)
+	c, admin := startCluster(t, node)
 	ctx := context.Background()
-
-	// What kube-controller-manager would have made: the default service
-	// account and the root CA config map every pod's token volume reads.
-	if _, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	rootCA := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"}, Data: map[string]string{"ca.crt": "CA"}}
-	if _, err := admin.CoreV1().ConfigMaps("default").Create(ctx, rootCA, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 
 	root := t.TempDir()
 	runAgent(t, Config{Client: clientFor(t, c.NodeKubeconfig), Runtime: fake.New(), NodeName: node, RootDir: root,

@@ -27,7 +27,6 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -35,7 +34,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podstart/podstart/runtime"
-	"github.com/podstart/podstart/test/cluster"
 	"github.com/podstart/podstart/test/criproxy"
 	"github.com/podstart/podstart/test/kubeletrun"
 )
@@ -57,15 +55,8 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 	// where this run's checks would see them: removed before and after.
 	removeLeftovers(t, endpoint, agentNode, kubeletNode)
 	t.Cleanup(func() { removeLeftovers(t, endpoint, agentNode, kubeletNode) })
-	c := cluster.StartT(t, cluster.Options{NodeName: agentNode})
-	admin := clientFor(t, c.AdminKubeconfig)
+	c, admin := startCluster(t, agentNode)
 	ctx := context.Background()
-	if _, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	if _, err := admin.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"}, Data: map[string]string{"ca.crt": "CA"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	// What the "vols" pods refer to.
 	if _, err := admin.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}, Data: map[string]string{"MODE": "fast"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

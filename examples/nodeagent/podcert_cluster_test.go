@@ -25,7 +25,6 @@ import (
 
 	fakemount "github.com/podstart/podstart/mounts/fake"
 	"github.com/podstart/podstart/runtime/fake"
-	"github.com/podstart/podstart/test/cluster"
 )
 
 const testSignerName = "example.com/podstart-test-signer"
@@ -121,18 +120,9 @@ func (s *testSigner) issue(ctx context.Context, c kubernetes.Interface, pcr *cer
 // the key and the chain, which verify against the signer's CA.
 func TestAgentPodCertificateAgainstAPIServer(t *testing.T) {
 	const node = "podstart-node"
-	c := cluster.StartT(t, cluster.Options{NodeName: node})
-	admin := clientFor(t, c.AdminKubeconfig)
+	c, admin := startCluster(t, node)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-
-	if _, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	rootCA := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"}, Data: map[string]string{"ca.crt": "CA"}}
-	if _, err := admin.CoreV1().ConfigMaps("default").Create(ctx, rootCA, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	signer := newTestSigner(t)
 	signerErrs := make(chan error, 1)
 	signerDone := make(chan struct{})

@@ -21,7 +21,6 @@ import (
 
 	fakemount "github.com/podstart/podstart/mounts/fake"
 	"github.com/podstart/podstart/runtime/fake"
-	"github.com/podstart/podstart/test/cluster"
 )
 
 func selfSignedCA(t *testing.T, cn string) *x509.Certificate {
@@ -49,16 +48,8 @@ func selfSignedCA(t *testing.T, cn string) *x509.Certificate {
 // each once, which crypto/x509 parses back.
 func TestAgentClusterTrustBundleAgainstAPIServer(t *testing.T) {
 	const node = "podstart-node"
-	c := cluster.StartT(t, cluster.Options{NodeName: node})
-	admin := clientFor(t, c.AdminKubeconfig)
+	c, admin := startCluster(t, node)
 	ctx := context.Background()
-	if _, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	rootCA := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"}, Data: map[string]string{"ca.crt": "CA"}}
-	if _, err := admin.CoreV1().ConfigMaps("default").Create(ctx, rootCA, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	pemOf := func(cs ...*x509.Certificate) string {
 		var s string
 		for _, c := range cs {
