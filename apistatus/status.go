@@ -225,15 +225,7 @@ func PodStatus(in Input) corev1.PodStatus {
 		s.Phase = pod.Status.Phase // no transition out of a terminal phase
 	}
 
-	// Kubelet generates a terminal pod's status again in its terminating
-	// and terminated syncs, with its cached status, terminal by then, as
-	// the old one: the values it preserves from a Running status never
-	// survive into what it leaves in the API server.
-	resOld := old
-	if s.Phase == corev1.PodFailed || s.Phase == corev1.PodSucceeded {
-		resOld.Phase = s.Phase
-	}
-	s.Resources, s.AllocatedResources = podResources(pod, &resOld)
+	s.Resources, s.AllocatedResources = podResources(pod, &old, s.Phase == corev1.PodFailed || s.Phase == corev1.PodSucceeded)
 
 	updateProbeStatus(pod, &s, in.Probes, in.ProberStart)
 
@@ -517,13 +509,23 @@ func resizeCondition(pod *corev1.Pod, rs *podsync.PodStatus, old *corev1.PodStat
 // cgroup values it cannot read). So a pod that ran keeps its values,
 // while one that ended is reported with what its spec sets at pod level
 // and its memory request alone.
-func podResources(pod *corev1.Pod, old *corev1.PodStatus) (*corev1.ResourceRequirements, corev1.ResourceList) {
+//
+// A status that ends the pod (ends) is given what kubelet leaves in the API
+// server for it, whatever phase the API server shows at that moment:
+// kubelet generates a terminal pod's status again in its terminating sync,
+// by when the API server has the pod Running and kubelet's cached status,
+// the old one, is terminal, so nothing is preserved.
+func podResources(pod *corev1.Pod, old *corev1.PodStatus, ends bool) (*corev1.ResourceRequirements, corev1.ResourceList) {
 	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	r := pod.Spec.Resources.DeepCopy()
 	if r == nil {
 		r = &corev1.ResourceRequirements{}
 	}
-	if pod.Status.Phase != corev1.PodRunning {
+	if ends {
+		o := *old
+		o.Phase = corev1.PodFailed
+		old = &o
+	} else if pod.Status.Phase != corev1.PodRunning {
 		r.Requests = requests
 		r.Limits = resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
 		return r, requests.DeepCopy()
