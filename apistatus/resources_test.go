@@ -270,7 +270,7 @@ func TestPodLevelResourcesRunningPath(t *testing.T) {
 	}, {
 		name: "ends before the API server has it Running: what kubelet's terminating sync leaves",
 		spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{limited}}, apiPhase: corev1.PodPending,
-		runtime: &podsync.PodStatus{ContainerStatuses: []*podsync.ContainerStatus{{ID: "c1", Name: "hog", State: podsync.ContainerStateExited, ExitCode: 137, Reason: "OOMKilled"}}},
+		runtime:  &podsync.PodStatus{ContainerStatuses: []*podsync.ContainerStatus{{ID: "c1", Name: "hog", State: podsync.ContainerStateExited, ExitCode: 137, Reason: "OOMKilled"}}},
 		requests: list("memory", "16Mi"), limits: list(),
 	}, {
 		name: "ended with pod-level resources: the spec's kept",
