@@ -57,8 +57,10 @@
 // request from the containers' and the previous status's CPU request and
 // limits kept while that status is Running too. A status that ends the
 // pod gets what kubelet's terminating sync leaves, whatever the API server
-// shows then (kubelet's own answer depends on whether its status patch or
-// the pod's exit came first; the one it ends with is this). So an ended pod without
+// shows then: kubelet's own answer for a pod that ends quickly depends on
+// whether its Running status reached the API server before the container
+// died (the side-by-side test saw both); this is the answer when it did.
+// So an ended pod without
 // pod-level resources shows its memory request alone, as the kubelet
 // beside podstart in examples/nodeagent's side-by-side test (cgroupsPerQOS
 // false) does. A kubelet with pod cgroups (its default) reads them instead
