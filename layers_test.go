@@ -57,8 +57,15 @@ var rules = map[string]rule{
 	"apiobjects": {module: []string{"podsync", "images", "criconfig", "mounts", "validation"}, forbid: heavyDeps},
 	// nodestatus: the Node, its status setters and heartbeat, for node agents.
 	"nodestatus": {module: []string{"criconfig", "runtime", "internal/hostinfo"}, forbid: heavyDeps},
-	"podworker":  {module: []string{"podsync", "apistatus", "probes", "runtime", "validation"}, forbid: heavyDeps},
-	"probes":     {module: []string{"podsync", "images", "runtime", "internal/..."}, forbid: heavyDeps},
+	"podworker":  {module: []string{"podsync", "apistatus", "probes", "runtime", "validation", "cgroups", "containerlogs", "imagegc", "eviction"}, forbid: heavyDeps},
+	// The node around the pods (issue 24): cgroups is floor 3 (the tree,
+	// with values from criconfig); container logs, image GC and eviction
+	// are floor 6, each one node concern over runtime and podsync's views.
+	"cgroups":       {module: []string{"criconfig", "validation", "internal/..."}, forbid: heavyDeps},
+	"containerlogs": {module: []string{"runtime", "podsync", "internal/..."}, forbid: heavyDeps},
+	"imagegc":       {module: []string{"runtime", "podsync", "images", "images/pullrecords", "internal/..."}, forbid: heavyDeps},
+	"eviction":      {module: []string{"runtime", "podsync", "apistatus", "criconfig", "images", "imagegc", "cgroups", "internal/..."}, forbid: heavyDeps},
+	"probes":        {module: []string{"podsync", "images", "runtime", "internal/..."}, forbid: heavyDeps},
 	// statusmanager: the top floor, writing podworker's statuses to an
 	// API server through its own small Client (no client-go).
 	"statusmanager":      {module: []string{"podworker", "apistatus", "podsync"}, forbid: heavyDeps},
