@@ -67,6 +67,9 @@ var (
 	_ Runtime              = (*Client)(nil)
 	_ ResourceUpdater      = (*Client)(nil)
 	_ ContainerStatsReader = (*Client)(nil)
+	_ StatsLister          = (*Client)(nil)
+	_ ContainerLogReopener = (*Client)(nil)
+	_ ImageFsInfoReader    = (*Client)(nil)
 )
 
 // Dial connects to the CRI runtime at endpoint and checks that it serves CRI
@@ -322,6 +325,41 @@ func (c *Client) ContainerStats(ctx context.Context, id string) (*runtimeapi.Con
 	defer cancel()
 	resp, err := c.rt.ContainerStats(ctx, &runtimeapi.ContainerStatsRequest{ContainerId: id})
 	return resp.GetStats(), Classify(err)
+}
+
+// ListContainerStats implements StatsLister.
+func (c *Client) ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
+	ctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	resp, err := c.rt.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{Filter: filter})
+	return resp.GetStats(), Classify(err)
+}
+
+// ListPodSandboxStats implements StatsLister.
+func (c *Client) ListPodSandboxStats(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
+	ctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	resp, err := c.rt.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{Filter: filter})
+	return resp.GetStats(), Classify(err)
+}
+
+// ReopenContainerLog implements ContainerLogReopener.
+func (c *Client) ReopenContainerLog(ctx context.Context, id string) error {
+	ctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	_, err := c.rt.ReopenContainerLog(ctx, &runtimeapi.ReopenContainerLogRequest{ContainerId: id})
+	return Classify(err)
+}
+
+// ImageFsInfo implements ImageFsInfoReader.
+func (c *Client) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
+	ctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	resp, err := c.img.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
+	if err != nil {
+		return nil, Classify(err)
+	}
+	return resp, nil
 }
 
 // ContainerStatus implements RuntimeService.

@@ -107,3 +107,25 @@ type ResourceUpdater interface {
 type ContainerStatsReader interface {
 	ContainerStats(ctx context.Context, containerID string) (*runtimeapi.ContainerStats, error)
 }
+
+// StatsLister is an optional ability of a RuntimeService: the resource use
+// of many containers or sandboxes in one call (CRI ListContainerStats and
+// ListPodSandboxStats), what eviction and the node's stats read.
+type StatsLister interface {
+	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
+	ListPodSandboxStats(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error)
+}
+
+// ContainerLogReopener is an optional ability of a RuntimeService: the
+// runtime reopens a container's log file (CRI ReopenContainerLog), which
+// log rotation calls after renaming the live file.
+type ContainerLogReopener interface {
+	ReopenContainerLog(ctx context.Context, containerID string) error
+}
+
+// ImageFsInfoReader is an optional ability of an ImageService: the use of
+// the filesystems that hold images and containers' writable layers (CRI
+// ImageFsInfo), what image garbage collection and eviction read.
+type ImageFsInfoReader interface {
+	ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error)
+}

@@ -34,6 +34,7 @@ type Runtime struct {
 	registry     map[string]bool              // pullable names; nil: anything
 	auth         map[string]credential        // registry host → required credential
 	imageSize    uint64
+	imageFs      string // ImageFsInfo's mount point; "": DefaultImageFsMountpoint
 	sandboxes    map[string]*sandbox
 	containers   map[string]*container
 	calls        []Call

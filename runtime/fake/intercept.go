@@ -24,6 +24,7 @@ var Methods = []string{
 	"Version", "Status",
 	"RunPodSandbox", "StopPodSandbox", "RemovePodSandbox", "PodSandboxStatus", "ListPodSandbox",
 	"CreateContainer", "StartContainer", "StopContainer", "RemoveContainer", "ListContainers", "ContainerStatus", "ExecSync",
+	"ImageFsInfo", "ReopenContainerLog", "ListContainerStats", "ListPodSandboxStats",
 }
 
 func checkMethod(method string) {
