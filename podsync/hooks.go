@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -146,40 +144,7 @@ func (s *Syncer) httpHook(ctx context.Context, pod *corev1.Pod, c *corev1.Contai
 // hookRequest is kubelet's NewRequestForHTTPGetAction with the
 // "lifecycle" User-Agent.
 func hookRequest(ctx context.Context, g *corev1.HTTPGetAction, c *corev1.Container, host string) (*http.Request, error) {
-	scheme := strings.ToLower(string(g.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	port, err := httpaction.ResolvePort(g.Port, c)
-	if err != nil {
-		return nil, err
-	}
-	// As kubelet's formatURL: a path that does not parse is sent as it is.
-	u, err := url.Parse(g.Path)
-	if err != nil {
-		u = &url.URL{Path: g.Path}
-	}
-	u.Scheme = scheme
-	u.Host = net.JoinHostPort(host, strconv.Itoa(port))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, err
-	}
-	headers := make(http.Header, len(g.HTTPHeaders)+2)
-	for _, h := range g.HTTPHeaders {
-		headers.Add(h.Name, h.Value)
-	}
-	if _, ok := headers["User-Agent"]; !ok {
-		headers.Set("User-Agent", lifecycleUserAgent)
-	}
-	if _, ok := headers["Accept"]; !ok {
-		headers.Set("Accept", "*/*")
-	} else if headers.Get("Accept") == "" {
-		headers.Del("Accept")
-	}
-	req.Header = headers
-	req.Host = headers.Get("Host")
-	return req, nil
+	return httpaction.NewRequest(ctx, g, c, host, lifecycleUserAgent)
 }
 
 // isHTTPResponseError: an HTTPS request answered in plain HTTP.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -166,46 +165,14 @@ func limited(stdout, stderr []byte) string {
 	return string(stdout) + string(stderr)
 }
 
-// httpRequest is kubelet's NewRequestForHTTPGetAction.
+// httpRequest is kubelet's NewRequestForHTTPGetAction for a probe: the
+// action's host, else the pod's IP.
 func httpRequest(ctx context.Context, g *corev1.HTTPGetAction, c *corev1.Container, podIP string) (*http.Request, error) {
-	scheme := strings.ToLower(string(g.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
 	host := g.Host
 	if host == "" {
 		host = podIP
 	}
-	port, err := httpaction.ResolvePort(g.Port, c)
-	if err != nil {
-		return nil, err
-	}
-	// As kubelet's formatURL: a path that does not parse is sent as it is.
-	u, err := url.Parse(g.Path)
-	if err != nil {
-		u = &url.URL{Path: g.Path}
-	}
-	u.Scheme = scheme
-	u.Host = net.JoinHostPort(host, strconv.Itoa(port))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, err
-	}
-	headers := make(http.Header, len(g.HTTPHeaders)+2)
-	for _, h := range g.HTTPHeaders {
-		headers.Add(h.Name, h.Value)
-	}
-	if _, ok := headers["User-Agent"]; !ok {
-		headers.Set("User-Agent", userAgent)
-	}
-	if _, ok := headers["Accept"]; !ok {
-		headers.Set("Accept", "*/*")
-	} else if headers.Get("Accept") == "" {
-		headers.Del("Accept")
-	}
-	req.Header = headers
-	req.Host = headers.Get("Host")
-	return req, nil
+	return httpaction.NewRequest(ctx, g, c, host, userAgent)
 }
 
 // httpProbe is kubelet's DoHTTPProbe: 2xx success, 3xx left unfollowed a

@@ -4,9 +4,14 @@
 package httpaction
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -52,4 +57,47 @@ func SameHostRedirects(req *http.Request, via []*http.Request) error {
 		return errors.New("stopped after 10 redirects")
 	}
 	return nil
+}
+
+// NewRequest is kubelet's NewRequestForHTTPGetAction: a GET of the
+// action's scheme, host (given: the action's, the pod's IP, ...), port
+// (ResolvePort) and path (sent as written when it does not parse, as
+// kubelet's formatURL), with the action's headers, userAgent and Accept */*
+// unless they set their own (an empty Accept removes it), and a Host header
+// as the request's host.
+func NewRequest(ctx context.Context, g *corev1.HTTPGetAction, c *corev1.Container, host, userAgent string) (*http.Request, error) {
+	scheme := strings.ToLower(string(g.Scheme))
+	if scheme == "" {
+		scheme = "http"
+	}
+	port, err := ResolvePort(g.Port, c)
+	if err != nil {
+		return nil, err
+	}
+	// As kubelet's formatURL: a path that does not parse is sent as it is.
+	u, err := url.Parse(g.Path)
+	if err != nil {
+		u = &url.URL{Path: g.Path}
+	}
+	u.Scheme = scheme
+	u.Host = net.JoinHostPort(host, strconv.Itoa(port))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	headers := make(http.Header, len(g.HTTPHeaders)+2)
+	for _, h := range g.HTTPHeaders {
+		headers.Add(h.Name, h.Value)
+	}
+	if _, ok := headers["User-Agent"]; !ok {
+		headers.Set("User-Agent", userAgent)
+	}
+	if _, ok := headers["Accept"]; !ok {
+		headers.Set("Accept", "*/*")
+	} else if headers.Get("Accept") == "" {
+		headers.Del("Accept")
+	}
+	req.Header = headers
+	req.Host = headers.Get("Host")
+	return req, nil
 }
