@@ -123,28 +123,7 @@ func hostIP(name string) net.IP {
 }
 
 // usableNodeIP is kubelet's validateNodeIP.
-func usableNodeIP(ip net.IP) bool {
-	if ip.To16() == nil || ip.IsLoopback() || ip.IsMulticast() || ip.IsLinkLocalUnicast() || ip.IsUnspecified() {
-		return false
-	}
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return false
-	}
-	for _, a := range addrs {
-		var local net.IP
-		switch v := a.(type) {
-		case *net.IPNet:
-			local = v.IP
-		case *net.IPAddr:
-			local = v.IP
-		}
-		if local != nil && local.Equal(ip) {
-			return true
-		}
-	}
-	return false
-}
+func usableNodeIP(ip net.IP) bool { return hostinfo.ValidateNodeIP(ip) == nil }
 
 // Kubelet's default evictionHard thresholds that reserve capacity
 // (pkg/kubelet/eviction defaults_linux.go): memory.available<100Mi and

@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstart/podstart/internal/hostinfo"
 )
 
 // Setter changes a Node in place, as one of kubelet's node status setters
@@ -175,40 +177,7 @@ func NodeAddress(cfg AddressConfig) Setter {
 
 // ValidateNodeIP is kubelet's check of a node IP: a valid unicast address
 // held by one of the host's interfaces.
-func ValidateNodeIP(ip net.IP) error {
-	if ip.To4() == nil && ip.To16() == nil {
-		return fmt.Errorf("nodeIP must be a valid IP address")
-	}
-	if ip.IsLoopback() {
-		return fmt.Errorf("nodeIP can't be loopback address")
-	}
-	if ip.IsMulticast() {
-		return fmt.Errorf("nodeIP can't be a multicast address")
-	}
-	if ip.IsLinkLocalUnicast() {
-		return fmt.Errorf("nodeIP can't be a link-local unicast address")
-	}
-	if ip.IsUnspecified() {
-		return fmt.Errorf("nodeIP can't be an all zeros address")
-	}
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return err
-	}
-	for _, a := range addrs {
-		var have net.IP
-		switch v := a.(type) {
-		case *net.IPNet:
-			have = v.IP
-		case *net.IPAddr:
-			have = v.IP
-		}
-		if have != nil && have.Equal(ip) {
-			return nil
-		}
-	}
-	return fmt.Errorf("node IP: %q not found in the host's network interfaces", ip.String())
-}
+func ValidateNodeIP(ip net.IP) error { return hostinfo.ValidateNodeIP(ip) }
 
 // MachineConfig is what kubelet's MachineInfo setter takes besides the
 // machine: limits from its configuration and the reservations.

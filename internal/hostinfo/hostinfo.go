@@ -6,6 +6,8 @@ package hostinfo
 import (
 	"bufio"
 	"bytes"
+	"fmt"
+	"net"
 	"os"
 	goruntime "runtime"
 	"strconv"
@@ -47,4 +49,41 @@ func Meminfo(key string) int64 {
 		}
 	}
 	return 0
+}
+
+// ValidateNodeIP is kubelet's check of a node IP: a valid unicast address
+// held by one of the host's interfaces.
+func ValidateNodeIP(ip net.IP) error {
+	if ip.To4() == nil && ip.To16() == nil {
+		return fmt.Errorf("nodeIP must be a valid IP address")
+	}
+	if ip.IsLoopback() {
+		return fmt.Errorf("nodeIP can't be loopback address")
+	}
+	if ip.IsMulticast() {
+		return fmt.Errorf("nodeIP can't be a multicast address")
+	}
+	if ip.IsLinkLocalUnicast() {
+		return fmt.Errorf("nodeIP can't be a link-local unicast address")
+	}
+	if ip.IsUnspecified() {
+		return fmt.Errorf("nodeIP can't be an all zeros address")
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return err
+	}
+	for _, a := range addrs {
+		var have net.IP
+		switch v := a.(type) {
+		case *net.IPNet:
+			have = v.IP
+		case *net.IPAddr:
+			have = v.IP
+		}
+		if have != nil && have.Equal(ip) {
+			return nil
+		}
+	}
+	return fmt.Errorf("node IP: %q not found in the host's network interfaces", ip.String())
 }
