@@ -196,7 +196,7 @@ func (m *Manager) RotateOnce(ctx context.Context) error {
 		return fmt.Errorf("open pod logs directory: %w", err)
 	}
 	defer root.Close()
-	r := &rotator{root: root, rt: m.rt, maxSize: m.maxSize, maxFiles: m.maxFiles, now: m.clock.Now(), log: logr.FromContextOrDiscard(ctx)}
+	r := &rotator{root: root, rt: m.rt, maxSize: m.maxSize, maxFiles: m.maxFiles, clock: m.clock, log: logr.FromContextOrDiscard(ctx)}
 
 	var (
 		emu  sync.Mutex
@@ -261,7 +261,7 @@ func (m *Manager) relative(path string) (string, error) {
 		return "", fmt.Errorf("%w: %q is not absolute", ErrOutsideLogsDir, path)
 	}
 	rel, err := filepath.Rel(m.dir, path)
-	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+	if err != nil || rel == "." || !filepath.IsLocal(rel) {
 		return "", fmt.Errorf("%w: %q is not under %q", ErrOutsideLogsDir, path, m.dir)
 	}
 	return rel, nil

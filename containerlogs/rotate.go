@@ -11,22 +11,21 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
 
 	"github.com/podstart/podstart/runtime"
 )
 
 // rotator is one pass's view: the logs directory opened as an os.Root
-// (nothing it does leaves it, symlinks included), the policy and the
-// pass's time.
+// (nothing it does leaves it, symlinks included) and the policy.
 type rotator struct {
 	root     *os.Root
 	rt       Runtime
 	maxSize  int64
 	maxFiles int
-	now      time.Time
+	clock    clock.PassiveClock
 	log      logr.Logger
 }
 
@@ -58,7 +57,7 @@ func (r *rotator) check(ctx context.Context, id, rel string) error {
 // compressed, then rename the live log and have the runtime reopen it.
 func (r *rotator) rotate(ctx context.Context, id, rel string) error {
 	dir := filepath.Dir(rel)
-	rotated := rel + "." + r.now.Format(TimestampFormat)
+	rotated := rel + "." + r.clock.Now().Format(TimestampFormat)
 	// Two rotations in one second would give the same name; kubelet's
 	// rename then replaces the earlier file. Wait for the next second.
 	for _, name := range []string{rotated, rotated + compressSuffix} {
