@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstart/podstart/containerlogs"
@@ -404,5 +405,37 @@ func TestRotationOff(t *testing.T) {
 	}
 	if n.rt.CallCount("ListContainers") != 0 {
 		t.Error("rotation off still lists containers")
+	}
+}
+
+// If the live name cannot be given back after a failed reopen, the error
+// says where the log's content is, and that file is kept.
+func TestRestoreFails(t *testing.T) {
+	n := newNode(t)
+	n.container("app", 0, true)
+	n.files(map[string]string{podDir + "/app/0.log": "0123456789"})
+	live := filepath.Join(n.dir, podDir, "app/0.log")
+	n.rt.Intercept(func(_ context.Context, method string, _ proto.Message) error {
+		if method != "ReopenContainerLog" {
+			return nil
+		}
+		// Something takes the live name before the rename back.
+		if err := os.MkdirAll(filepath.Join(live, "in-the-way"), 0o755); err != nil {
+			t.Error(err)
+		}
+		return errUnavailable
+	})
+	m, err := containerlogs.New(n.rt, containerlogs.WithPodLogsDir(n.dir), containerlogs.WithMaxSize(10), containerlogs.WithClock(n.clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = m.RotateOnce(context.Background())
+	for _, want := range []error{containerlogs.ErrReopen, containerlogs.ErrRestore, runtime.ErrUnavailable} {
+		if !errors.Is(err, want) {
+			t.Errorf("RotateOnce: %v, want it to match %v", err, want)
+		}
+	}
+	if got := readLog(t, live+"."+ts); got != "0123456789" {
+		t.Errorf("rotated file holds %q", got)
 	}
 }
