@@ -46,7 +46,8 @@
 //
 // Each pass's work is bounded: one ListContainers, then per running
 // container one ContainerStatus, one Lstat and, only when it rotates, one
-// directory read and at most MaxFiles file operations and compressions.
+// read of its directory, one removal per stale or excess file of that log,
+// at most MaxFiles−2 compressions, and one rename and one reopen.
 // Passes and Clean run one at a time. Errors of a pass are returned by
 // RotateOnce joined, each naming its container, and logged by Run through
 // the logr.Logger in the context; they are matched with errors.Is
@@ -58,7 +59,8 @@
 //   - All file work is done through an os.Root opened on the pod logs
 //     directory: a log path outside it is refused with ErrOutsideLogsDir
 //     (kubelet rotates whatever path the runtime reports), symlinks never
-//     lead out of it, a live log that is not a regular file (a symlink) is
+//     lead out of it (a container's directory linked out of it fails with
+//     os.Root's error), a live log that is not a regular file (a symlink) is
 //     refused with ErrNotRegular, and rotated files that are symlinks are
 //     neither compressed, counted nor removed by rotation (Clean removes
 //     the links, never their targets). The temporary file of a compression
