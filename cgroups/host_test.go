@@ -1,0 +1,222 @@
+package cgroups
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podstart/podstart/criconfig"
+)
+
+// hostTree returns this host's cgroup tree and a fresh cgroup root made in
+// every hierarchy (removed at the end, with whatever is left under it),
+// or skips: the test needs root and a writable cgroupfs.
+// PODSTART_E2E_REQUIRED=1 fails instead of skipping.
+func hostTree(t *testing.T) (Tree, string) {
+	t.Helper()
+	skip := func(format string, args ...any) {
+		t.Helper()
+		if os.Getenv("PODSTART_E2E_REQUIRED") == "1" {
+			t.Fatalf(format, args...)
+		}
+		t.Skipf(format, args...)
+	}
+	if os.Geteuid() != 0 {
+		skip("needs root to write cgroups")
+	}
+	tree, err := DetectTree("")
+	if err != nil {
+		skip("no cgroup file system: %v", err)
+	}
+	root := fmt.Sprintf("podstart-test-%d-%x", os.Getpid(), rand.Uint32())
+	dirs := []string{root}
+	if !tree.V2 {
+		dirs = dirs[:0]
+		for _, h := range tree.Hierarchies {
+			dirs = append(dirs, path.Join(h, root))
+		}
+	}
+	t.Cleanup(func() {
+		for _, d := range dirs {
+			removeTree(t, tree.FS, d)
+		}
+	})
+	for _, d := range dirs {
+		if err := tree.FS.Mkdir(d); err != nil {
+			skip("cgroupfs not writable: %v", err)
+		}
+	}
+	return tree, "/" + root
+}
+
+// removeTree kills what is left under dir and removes it, deepest first.
+func removeTree(t *testing.T, f FS, dir string) {
+	subs, err := f.Subdirs(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	for _, s := range subs {
+		removeTree(t, f, path.Join(dir, s))
+	}
+	pids, _ := f.Pids(dir)
+	for _, p := range pids {
+		_ = KillProcess(p)
+	}
+	if err := f.Rmdir(dir); err != nil {
+		t.Errorf("cleanup: %v", err)
+	}
+}
+
+// TestHostCgroups runs the Manager against this host's cgroup file system
+// under a cgroup root of its own: the tiers, three pods' cgroups with
+// kubelet's values as the kernel reads them back, a resize, a real process
+// killed by RemovePod, and an orphan swept.
+func TestHostCgroups(t *testing.T) {
+	tree, root := hostTree(t)
+	ctx := context.Background()
+	alloc := NodeAllocatable{Capacity: HostCapacity(), SystemReserved: list("cpu", "100m", "memory", "64Mi")}
+	m, err := NewManager(tree, criconfig.Node{CgroupRoot: root}, WithNodeAllocatable(alloc), WithPodPidsLimit(512))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.EnsureQoS(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g := podWith("host-g", rr(req("500m", "256Mi"), req("500m", "256Mi")))
+	b := podWith("host-b", rr(req("250m", "64Mi"), req("1", "128Mi")))
+	e := podWith("host-e", rr(nil, nil))
+	for _, p := range []*corev1.Pod{g, b, e} {
+		if err := m.EnsurePod(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		want := criconfig.CgroupParent(p, criconfig.Node{CgroupRoot: root})
+		if got := m.PodName(p).Cgroupfs(); got != want {
+			t.Errorf("pod cgroup %s, criconfig's parent %s", got, want)
+		}
+	}
+	read := func(controller string, n Name, file string) string {
+		t.Helper()
+		dir := strings.TrimPrefix(n.Cgroupfs(), "/")
+		if !tree.V2 {
+			h, _ := tree.hierarchy(controller)
+			dir = path.Join(h, dir)
+		}
+		v, err := tree.FS.ReadFile(path.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	type fv struct {
+		controller string
+		n          Name
+		file, want string
+	}
+	var checks []fv
+	capacity := HostCapacity()
+	kubepodsMem := strconv.FormatInt(capacity.Memory().Value()-64<<20, 10)
+	if tree.V2 {
+		checks = []fv{
+			{"memory", m.Root(), "memory.max", kubepodsMem},
+			{"cpu", m.QOS().BestEffort, "cpu.weight", "1"},
+			{"cpu", m.PodName(g), "cpu.weight", "20"},
+			{"cpu", m.PodName(g), "cpu.max", "50000 100000"},
+			{"memory", m.PodName(g), "memory.max", "268435456"},
+			{"pids", m.PodName(g), "pids.max", "512"},
+			{"cpu", m.PodName(b), "cpu.max", "100000 100000"},
+			{"memory", m.PodName(b), "memory.max", "134217728"},
+			{"cpu", m.PodName(e), "cpu.weight", "1"},
+			{"memory", m.PodName(e), "memory.max", "max"},
+		}
+	} else {
+		checks = []fv{
+			{"memory", m.Root(), "memory.limit_in_bytes", kubepodsMem},
+			{"cpu", m.QOS().BestEffort, "cpu.shares", "2"},
+			{"cpu", m.PodName(g), "cpu.shares", "512"},
+			{"cpu", m.PodName(g), "cpu.cfs_quota_us", "50000"},
+			{"cpu", m.PodName(g), "cpu.cfs_period_us", "100000"},
+			{"memory", m.PodName(g), "memory.limit_in_bytes", "268435456"},
+			{"pids", m.PodName(g), "pids.max", "512"},
+			{"cpu", m.PodName(b), "cpu.shares", "256"},
+			{"cpu", m.PodName(b), "cpu.cfs_quota_us", "100000"},
+			{"memory", m.PodName(b), "memory.limit_in_bytes", "134217728"},
+			{"cpu", m.PodName(e), "cpu.shares", "2"},
+			{"cpu", m.PodName(e), "cpu.cfs_quota_us", "-1"},
+			{"pids", m.PodName(e), "pids.max", "512"},
+		}
+	}
+	for _, c := range checks {
+		if got := read(c.controller, c.n, c.file); got != c.want {
+			t.Errorf("%s of %s = %q, want %q", c.file, c.n.Cgroupfs(), got, c.want)
+		}
+	}
+
+	// Resize b.
+	resized := b.DeepCopy()
+	resized.Spec.Containers[0].Resources = rr(req("500m", "64Mi"), req("2", "256Mi"))
+	if err := m.UpdatePod(ctx, resized); err != nil {
+		t.Fatal(err)
+	}
+	memFile, quotaFile, quotaWant := "memory.limit_in_bytes", "cpu.cfs_quota_us", "200000"
+	if tree.V2 {
+		memFile, quotaFile, quotaWant = "memory.max", "cpu.max", "200000 100000"
+	}
+	if got := read("memory", m.PodName(b), memFile); got != "268435456" {
+		t.Errorf("resized memory limit = %s", got)
+	}
+	if got := read("cpu", m.PodName(b), quotaFile); got != quotaWant {
+		t.Errorf("resized quota = %s", got)
+	}
+
+	// A real process in g's cgroup is killed by RemovePod.
+	cmd := exec.Command("sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	for _, d := range m.dirs(m.PodName(g)) {
+		if strings.HasPrefix(d, "systemd/") {
+			continue
+		}
+		if err := tree.FS.WriteFile(path.Join(d, "cgroup.procs"), strconv.Itoa(cmd.Process.Pid)); err != nil {
+			t.Fatalf("attach %d to %s: %v", cmd.Process.Pid, d, err)
+		}
+	}
+	if pids, err := m.Pids(m.PodName(g)); err != nil || len(pids) != 1 || pids[0] != cmd.Process.Pid {
+		t.Fatalf("Pids = %v, %v; want [%d]", pids, err, cmd.Process.Pid)
+	}
+	if err := m.RemovePod(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	err = <-waited
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Errorf("sleep ended with %v, want killed by SIGKILL", err)
+	}
+	if ok, err := m.Exists(m.PodName(g)); ok || err != nil {
+		t.Errorf("g's cgroup exists after RemovePod: %v, %v", ok, err)
+	}
+
+	// Orphans: b is gone from the node, e stays.
+	removed, err := m.RemoveOrphans(ctx, func(uid types.UID) bool { return uid == e.UID }, nil)
+	if err != nil || len(removed) != 1 || removed[0] != b.UID {
+		t.Errorf("RemoveOrphans = %v, %v; want [%s]", removed, err, b.UID)
+	}
+	found, err := m.PodCgroups(ctx)
+	if err != nil || len(found) != 1 || found[e.UID] == nil {
+		t.Errorf("PodCgroups after the sweep = %v, %v", found, err)
+	}
+}
