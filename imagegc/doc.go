@@ -100,6 +100,8 @@
 //   - A Filesystem error other than "does not exist" ends the pass with
 //     that error; kubelet's cAdvisor logs such errors and reports the
 //     filesystem without capacity.
+//   - Usage and the bytes to free are computed without overflow; kubelet's
+//     capacity×(100−low) overflows int64 on filesystems over about 92 PB.
 //   - Kubelet's older "Failed to garbage collect required amount of
 //     images" message is gone from v1.37.2; this package sends v1.37.2's
 //     FreeDiskSpaceFailed message.

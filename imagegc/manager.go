@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 	"sync"
@@ -472,12 +473,12 @@ func (m *Manager) GarbageCollect(ctx context.Context) error {
 		m.event(EventInvalidDiskCapacity, ErrInvalidCapacity.Error())
 		return m.finish(ctx, l, p, ErrInvalidCapacity)
 	}
-	usage := 100 - int(available*100/capacity)
+	usage := 100 - percentOf(available, capacity)
 	p.UsagePercent, p.Capacity, p.Available = usage, capacity, available
 	if usage < m.policy.HighThresholdPercent {
 		return m.finish(ctx, l, p, nil)
 	}
-	toFree := capacity*int64(100-m.policy.LowThresholdPercent)/100 - available
+	toFree := share(capacity, 100-m.policy.LowThresholdPercent) - available
 	logr.FromContextOrDiscard(ctx).Info("Disk usage on image filesystem is over the high threshold, trying to free bytes down to the low threshold",
 		"usage", usage, "highThreshold", m.policy.HighThresholdPercent, "amountToFree", toFree, "lowThreshold", m.policy.LowThresholdPercent)
 	freed, err := m.freeSpace(ctx, toFree, now, cands, p)
@@ -534,6 +535,19 @@ func (m *Manager) imageFsUsage(ctx context.Context) (capacity, available int64, 
 		return 0, 0, fmt.Errorf("image filesystem %s: %w", mp, err)
 	}
 	return clampInt64(c), clampInt64(a), nil
+}
+
+// percentOf is a×100/b (integer division) for 0 ≤ a ≤ b, b > 0, as
+// kubelet computes it, without overflowing for filesystems over 92 PB.
+func percentOf(a, b int64) int {
+	hi, lo := bits.Mul64(uint64(a), 100)
+	q, _ := bits.Div64(hi, lo, uint64(b))
+	return int(q)
+}
+
+// share is c×pct/100 (integer division), without overflow.
+func share(c int64, pct int) int64 {
+	return c/100*int64(pct) + c%100*int64(pct)/100
 }
 
 func clampInt64(v uint64) int64 {

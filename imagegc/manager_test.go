@@ -369,6 +369,9 @@ func TestGarbageCollect(t *testing.T) {
 			wantEvents: []string{"Warning InvalidDiskCapacity invalid capacity 0 on image filesystem"}},
 		{name: "mount point unknown on the node", policy: DefaultPolicy(), capacity: 100, fsErr: &fs.PathError{Op: "statfs", Path: "/images", Err: syscall.ENOENT}, wantErr: ErrInvalidCapacity,
 			wantEvents: []string{"Warning InvalidDiskCapacity invalid capacity 0 on image filesystem"}},
+		{name: "an exabyte filesystem", policy: Policy{HighThresholdPercent: 90, LowThresholdPercent: 80},
+			images: []*runtimeapi.Image{makeImage(0, 1<<60/5), makeImage(1, 1<<60/5)}, capacity: 1 << 60, available: 1 << 60 / 20,
+			wantLeft: []string{imageID(1)}},
 		{name: "available larger than capacity", policy: Policy{HighThresholdPercent: 1}, images: []*runtimeapi.Image{makeImage(0, 1)},
 			capacity: 100, available: 200, wantLeft: []string{imageID(0)}},
 	} {
