@@ -22,6 +22,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/podstart/podstart/images/pullrecords"
+	"github.com/podstart/podstart/internal/wiretest"
 	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/runtime/fake"
 )
@@ -649,28 +650,71 @@ func waitTimer(t *testing.T, clk *testingclock.FakeClock) {
 	}
 }
 
-// TestWithRuntimeFake runs a pass against runtime/fake, the runtime the
-// other packages test with, whose images all have one size.
+// TestWithRuntimeFake runs passes against runtime/fake, in process and
+// over CRI's gRPC wire: a running container's image, an exited
+// container's image and an image mounted as a volume are kept; the rest go.
 func TestWithRuntimeFake(t *testing.T) {
-	ctx := ctxFor(t)
-	rt := fake.New(fake.WithImageSize(100), fake.WithImages("busybox", "alpine", "nginx"))
-	ffs := &fakeFS{capacity: 1000, available: 100} // 90% used
-	m, err := New(rt, WithFilesystem(ffs), WithPolicy(Policy{HighThresholdPercent: 85, LowThresholdPercent: 80}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.GarbageCollect(ctx); err != nil {
-		t.Fatal(err)
-	}
-	imgs, err := rt.ListImages(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(imgs) != 2 {
-		t.Errorf("%d images left, want 2 (100 bytes freed)", len(imgs))
-	}
-	if len(ffs.asked) != 1 || ffs.asked[0] != fake.DefaultImageFsMountpoint {
-		t.Errorf("measured %v", ffs.asked)
+	for _, wire := range []bool{false, true} {
+		t.Run(map[bool]string{false: "in process", true: "wire"}[wire], func(t *testing.T) {
+			ctx := ctxFor(t)
+			rtf := fake.New(fake.WithImageSize(100), fake.WithImages("busybox", "alpine", "nginx", "redis", "postgres"))
+			var rt Runtime = rtf
+			if wire {
+				rt, _ = wiretest.Serve(t, rtf)
+			}
+			ids := map[string]string{}
+			imgs, err := rt.ListImages(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, img := range imgs {
+				ids[img.RepoTags[0]] = img.Id
+			}
+			sb := rtf.SeedSandbox(&runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "p", Namespace: "ns", Uid: "u"}},
+				runtimeapi.PodSandboxState_SANDBOX_READY, time.Time{})
+			seed := func(name, image string, state runtimeapi.ContainerState, mounts ...*runtimeapi.Mount) {
+				_, err := rtf.SeedContainer(sb, &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: name},
+					Image: &runtimeapi.ImageSpec{Image: image}, Mounts: mounts}, fake.Seeded{State: state})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			seed("run", "busybox", runtimeapi.ContainerState_CONTAINER_RUNNING,
+				&runtimeapi.Mount{ContainerPath: "/data", Image: &runtimeapi.ImageSpec{Image: ids["docker.io/library/nginx:latest"]}})
+			seed("done", "alpine", runtimeapi.ContainerState_CONTAINER_EXITED)
+			ffs := &fakeFS{capacity: 1000, available: 100} // 90% used: 100 bytes to free
+			var removed []RemovedImage
+			m, err := New(rt, WithFilesystem(ffs), WithPolicy(Policy{HighThresholdPercent: 85, LowThresholdPercent: 80}),
+				WithOnPass(func(p Pass) { removed = append(removed, p.Removed...) }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.GarbageCollect(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if len(removed) != 1 || (removed[0].ID != ids["docker.io/library/redis:latest"] && removed[0].ID != ids["docker.io/library/postgres:latest"]) {
+				t.Errorf("removed %+v, want one of redis and postgres", removed)
+			}
+			if len(ffs.asked) != 1 || ffs.asked[0] != fake.DefaultImageFsMountpoint {
+				t.Errorf("measured %v", ffs.asked)
+			}
+			if err := m.DeleteUnusedImages(ctx); err != nil {
+				t.Fatal(err)
+			}
+			left, err := rt.ListImages(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tags []string
+			for _, img := range left {
+				tags = append(tags, img.RepoTags[0])
+			}
+			slices.Sort(tags)
+			want := []string{"docker.io/library/alpine:latest", "docker.io/library/busybox:latest", "docker.io/library/nginx:latest"}
+			if diff := cmp.Diff(want, tags); diff != "" {
+				t.Errorf("images left (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
