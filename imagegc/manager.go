@@ -206,6 +206,7 @@ func New(rt Runtime, opts ...Option) (*Manager, error) {
 	if err := m.policy.Validate(); err != nil {
 		return nil, err
 	}
+	m.sandboxImages = sandboxNames(m.sandboxImages)
 	if m.nodeRef == nil {
 		m.nodeRef = NodeRef("")
 	}
@@ -331,18 +332,23 @@ func (m *Manager) imagesInUse(ctx context.Context, imgs []*runtimeapi.Image) (ma
 }
 
 func (m *Manager) isSandboxImage(img *runtimeapi.Image) bool {
-	for _, ref := range m.sandboxImages {
-		names := []string{ref}
-		if n, err := reference.ParseNormalizedNamed(ref); err == nil {
-			names = append(names, reference.TagNameOnly(n).String())
-		}
-		for _, name := range names {
-			if img.GetId() == name || slices.Contains(img.GetRepoTags(), name) || slices.Contains(img.GetRepoDigests(), name) {
-				return true
-			}
+	for _, name := range m.sandboxImages {
+		if img.GetId() == name || slices.Contains(img.GetRepoTags(), name) || slices.Contains(img.GetRepoDigests(), name) {
+			return true
 		}
 	}
 	return false
+}
+
+// sandboxNames adds each reference's normalised form.
+func sandboxNames(refs []string) []string {
+	out := slices.Clone(refs)
+	for _, ref := range refs {
+		if n, err := reference.ParseNormalizedNamed(ref); err == nil {
+			out = append(out, reference.TagNameOnly(n).String())
+		}
+	}
+	return out
 }
 
 // remove removes one image through CRI and forgets it.
