@@ -282,3 +282,52 @@ func errText(err error) string {
 	}
 	return strings.TrimSpace(err.Error())
 }
+
+// TestImageGCPullRecordPruning shows the one deliberate difference in what
+// is pruned (imagegc's package doc): kubelet v1.37.2 hands its post-GC
+// hooks (the pull manager's PruneUnknownRecords) only the images its
+// removal loop looked at and kept, so an image in use and a pinned image
+// are missing from the list and their pulled records are deleted; imagegc
+// keeps the record of every image still on the node.
+func TestImageGCPullRecordPruning(t *testing.T) {
+	ctx := context.Background()
+	node := &gcNode{capacity: 1000, available: 0, inUse: []string{"sha256:used"}, images: []gcImage{
+		{id: "sha256:used", size: 100}, {id: "sha256:pinned", size: 100, pinned: true}, {id: "sha256:old", size: 900}}}
+	var kubeletKept []string
+	hookCalled := false
+	kRuntime := &containertest.FakeRuntime{
+		ImageList: []kubecontainer.Image{{ID: "sha256:used", Size: 100}, {ID: "sha256:pinned", Size: 100, Pinned: true}, {ID: "sha256:old", Size: 900}},
+		AllPodList: []*containertest.FakePod{{Pod: &kubecontainer.Pod{Containers: []*kubecontainer.Container{
+			{ID: kubecontainer.ContainerID{Type: "test", ID: "c"}, ImageID: "sha256:used"}}}}},
+	}
+	hook := func(_ context.Context, remaining []string, _ time.Time) { hookCalled, kubeletKept = true, remaining }
+	km, err := kubeimages.NewImageGCManager(kRuntime, kubeletStats{node}, []kubeimages.PostImageGCHook{hook}, record.NewFakeRecorder(10),
+		&corev1.ObjectReference{Kind: "Node", Name: "n"}, kubeimages.ImageGCPolicy{HighThresholdPercent: 85, LowThresholdPercent: 80}, tracenoop.NewTracerProvider())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := km.GarbageCollect(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if !hookCalled || slices.Contains(kubeletKept, "sha256:used") || slices.Contains(kubeletKept, "sha256:pinned") {
+		t.Fatalf("kubelet's hook got %v (called %v); the difference documented in imagegc's doc is gone", kubeletKept, hookCalled)
+	}
+
+	pRuntime := &podstartGC{node: node}
+	pr := &prunes{}
+	pm, err := imagegc.New(pRuntime, imagegc.WithFilesystem(pRuntime), imagegc.WithPullRecords(pr),
+		imagegc.WithPolicy(imagegc.Policy{HighThresholdPercent: 85, LowThresholdPercent: 80}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pm.GarbageCollect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(pr.kept, []string{"sha256:used", "sha256:pinned"}) {
+		t.Errorf("imagegc keeps the records of %v, want the images left on the node", pr.kept)
+	}
+}
+
+type prunes struct{ kept []string }
+
+func (p *prunes) PruneUnknownRecords(_ context.Context, inUse []string, _ time.Time) { p.kept = inUse }
