@@ -1,0 +1,222 @@
+package diff
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	v1qos "k8s.io/kubernetes/pkg/apis/core/v1/helper/qos"
+	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
+	"k8s.io/kubernetes/pkg/kubelet/cm"
+
+	"github.com/podstart/podstart/cgroups"
+	"github.com/podstart/podstart/criconfig"
+)
+
+// randCgroupPod is randResourcePod with huge pages and overhead now and
+// then.
+func randCgroupPod(r *rand.Rand) *corev1.Pod {
+	pod := randResourcePod(r)
+	pages := []corev1.ResourceName{"hugepages-2Mi", "hugepages-1Gi", "hugepages-2048Ki"}
+	for i := range pod.Spec.Containers {
+		if r.IntN(4) == 0 {
+			q := resource.MustParse(pick(r, []string{"2Mi", "4Mi", "1Gi", "0"}))
+			res := &pod.Spec.Containers[i].Resources
+			name := pick(r, pages)
+			if res.Requests == nil {
+				res.Requests = corev1.ResourceList{}
+			}
+			res.Requests[name] = q
+			if r.IntN(2) == 0 {
+				if res.Limits == nil {
+					res.Limits = corev1.ResourceList{}
+				}
+				res.Limits[name] = q
+			}
+		}
+	}
+	if r.IntN(5) == 0 {
+		pod.Spec.Overhead = randList(r)
+	}
+	pod.UID = types.UID(fmt.Sprintf("%08x-%04x", r.Uint32(), r.Uint32()&0xffff))
+	return pod
+}
+
+func optInt64(p *int64) string {
+	if p == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*p)
+}
+
+func optUint64(p *uint64) string {
+	if p == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*p)
+}
+
+// TestCgroupsResourceConfigForPod compares cgroups.ResourceConfigForPod
+// with kubelet's cm.ResourceConfigForPod (default feature gates) on random
+// pods, CPU quota on or off, random CFS periods, MemoryQoS on or off and
+// both memory reservation policies.
+func TestCgroupsResourceConfigForPod(t *testing.T) {
+	r := newRand(t)
+	d := &differences{t: t}
+	n := cases(20000)
+	for range n {
+		pod := randCgroupPod(r)
+		enforce := r.IntN(4) != 0
+		period := pick(r, []uint64{100000, 100000, 5000, 50000, 1000000})
+		memQoS := r.IntN(2) == 0
+		policy := pick(r, []kubeletconfig.MemoryReservationPolicy{kubeletconfig.NoneMemoryReservationPolicy, kubeletconfig.TieredReservationMemoryReservationPolicy})
+		want := cm.ResourceConfigForPod(pod, enforce, period, memQoS, policy)
+		ourPolicy := criconfig.MemoryReservationNone
+		if policy == kubeletconfig.TieredReservationMemoryReservationPolicy {
+			ourPolicy = criconfig.MemoryReservationTiered
+		}
+		got := cgroups.ResourceConfigForPod(pod, cgroups.PodOptions{DisableCPUQuota: !enforce, CPUPeriod: period, MemoryQoS: memQoS, MemoryReservationPolicy: ourPolicy})
+		g := fmt.Sprintf("shares %s quota %s period %s memory %s pids %s huge %v unified %v",
+			optUint64(got.CPUShares), optInt64(got.CPUQuota), optUint64(got.CPUPeriod), optInt64(got.Memory), optInt64(got.PidsLimit), got.HugePageLimit, got.Unified)
+		w := fmt.Sprintf("shares %s quota %s period %s memory %s pids %s huge %v unified %v",
+			optUint64(want.CPUShares), optInt64(want.CPUQuota), optUint64(want.CPUPeriod), optInt64(want.Memory), optInt64(want.PidsLimit), want.HugePageLimit, want.Unified)
+		if !equalButHuge(got, want) || !maps.Equal(got.HugePageLimit, want.HugePageLimit) {
+			d.add("ResourceConfigForPod(%+v, enforce %v, period %d, memQoS %v, %s):\n got  %s\n kubelet %s", pod.Spec, enforce, period, memQoS, policy, g, w)
+		}
+	}
+	d.report(n, "pods")
+}
+
+// equalButHuge compares all but huge pages (compared with maps.Equal: an
+// empty map and nil are the same to the cgroup files).
+func equalButHuge(got cgroups.ResourceConfig, want *cm.ResourceConfig) bool {
+	return optUint64(got.CPUShares) == optUint64(want.CPUShares) && optInt64(got.CPUQuota) == optInt64(want.CPUQuota) &&
+		optUint64(got.CPUPeriod) == optUint64(want.CPUPeriod) && optInt64(got.Memory) == optInt64(want.Memory) &&
+		optInt64(got.PidsLimit) == optInt64(want.PidsLimit) && maps.Equal(got.Unified, want.Unified)
+}
+
+// TestCgroupsHugePageLimitsAndCPU compares HugePageLimits and the CPU
+// conversions with kubelet's on random lists and values.
+func TestCgroupsHugePageLimitsAndCPU(t *testing.T) {
+	r := newRand(t)
+	d := &differences{t: t}
+	n := cases(20000)
+	names := []corev1.ResourceName{"hugepages-2Mi", "hugepages-1Gi", "hugepages-2048Ki", "hugepages-", "hugepages-x", "memory", "cpu", "hugepages-1G"}
+	for range n {
+		l := corev1.ResourceList{}
+		for range r.IntN(5) {
+			l[pick(r, names)] = resource.MustParse(pick(r, []string{"0", "2Mi", "4Mi", "1Gi", "3"}))
+		}
+		if got, want := cgroups.HugePageLimits(l), cm.HugePageLimits(l); !maps.Equal(got, want) {
+			d.add("HugePageLimits(%v) = %v, kubelet %v", l, got, want)
+		}
+		milli := pick(r, []int64{0, 1, 2, 9, 10, 11, 100, 999, 1000, 1001, 256000, 257000, 1 << 30}) + r.Int64N(3)
+		if got, want := criconfig.MilliCPUToShares(milli), cm.MilliCPUToShares(milli); uint64(got) != want {
+			d.add("MilliCPUToShares(%d) = %d, kubelet %d", milli, got, want)
+		}
+		period := pick(r, []int64{1000, 5000, 100000, 1000000})
+		if got, want := criconfig.MilliCPUToQuota(milli, period), cm.MilliCPUToQuota(milli, period); got != want {
+			d.add("MilliCPUToQuota(%d, %d) = %d, kubelet %d", milli, period, got, want)
+		}
+	}
+	d.report(n, "cases")
+}
+
+var cgroupComponents = []string{"kubepods", "burstable", "besteffort", "pod", "pod-123", "Burstable", "a", "b-c", "d-e-f", "x.y", "é"}
+
+// TestCgroupsNames compares Name's cgroupfs and systemd forms and their
+// parsing with kubelet's CgroupName, and Root with NodeAllocatableRoot.
+func TestCgroupsNames(t *testing.T) {
+	r := newRand(t)
+	d := &differences{t: t}
+	n := cases(20000)
+	for range n {
+		var parts []string
+		for range r.IntN(5) {
+			parts = append(parts, pick(r, cgroupComponents))
+		}
+		kn := cm.NewCgroupName(cm.RootCgroupName, parts...)
+		ours, err := cgroups.NewName(nil, parts...)
+		if err != nil {
+			d.add("NewName(%q): %v", parts, err)
+			continue
+		}
+		if got, want := ours.Cgroupfs(), kn.ToCgroupfs(); got != want {
+			d.add("Cgroupfs(%q) = %q, kubelet %q", parts, got, want)
+		}
+		if got, err := ours.Systemd(); err != nil || got != kn.ToSystemd() {
+			d.add("Systemd(%q) = %q, %v; kubelet %q", parts, got, err, kn.ToSystemd())
+		}
+
+		s := "/"
+		for range r.IntN(4) {
+			s += pick(r, []string{"a", "b", "-", "_", ".slice", "/", "kubepods", "pod1", ""})
+		}
+		if got, want := cgroups.ParseCgroupfs(s), cm.ParseCgroupfsToCgroupName(s); !slices.Equal([]string(got), []string(want)) {
+			d.add("ParseCgroupfs(%q) = %q, kubelet %q", s, []string(got), []string(want))
+		}
+		if got, want := cgroups.ParseSystemd(s), cm.ParseSystemdToCgroupName(s); !slices.Equal([]string(got), []string(want)) {
+			d.add("ParseSystemd(%q) = %q, kubelet %q", s, []string(got), []string(want))
+		}
+
+		root := pick(r, []string{"", "/", "/custom", "/a/b", "/a-b/c", "/x/", "//y"})
+		perQOS := r.IntN(2) == 0
+		driver := pick(r, []string{"cgroupfs", "systemd"})
+		want, panicked := nodeAllocatableRoot(root, perQOS, driver)
+		got, err := cgroups.Root(root, perQOS).Path(driver)
+		if panicked != (err != nil) || !panicked && got != want {
+			d.add("Root(%q, %v).Path(%s) = %q, %v; kubelet %q (panicked %v)", root, perQOS, driver, got, err, want, panicked)
+		}
+	}
+	d.report(n, "cases")
+}
+
+func nodeAllocatableRoot(root string, perQOS bool, driver string) (s string, panicked bool) {
+	defer func() {
+		if recover() != nil {
+			panicked = true
+		}
+	}()
+	return cm.NodeAllocatableRoot(root, perQOS, driver), false
+}
+
+// TestCgroupsPodName compares a pod's cgroup with kubelet's
+// GetPodContainerName (a method of an unexported type, restated over the
+// exported NewCgroupName, GetPodQOS and GetPodCgroupNameSuffix) under both
+// drivers and random cgroup roots, and with criconfig's CgroupParent.
+func TestCgroupsPodName(t *testing.T) {
+	r := newRand(t)
+	d := &differences{t: t}
+	n := cases(20000)
+	for range n {
+		pod := randCgroupPod(r)
+		root := pick(r, []string{"", "/", "/custom", "/a/b"})
+		driver := pick(r, []string{"cgroupfs", "systemd"})
+		kroot := cm.NewCgroupName(cm.ParseCgroupfsToCgroupName(root), "kubepods")
+		tier := kroot
+		switch v1qos.GetPodQOS(pod) {
+		case corev1.PodQOSBurstable:
+			tier = cm.NewCgroupName(kroot, "burstable")
+		case corev1.PodQOSBestEffort:
+			tier = cm.NewCgroupName(kroot, "besteffort")
+		}
+		kn := cm.NewCgroupName(tier, cm.GetPodCgroupNameSuffix(pod.UID))
+		want := kn.ToCgroupfs()
+		if driver == "systemd" {
+			want = kn.ToSystemd()
+		}
+		got, err := cgroups.PodName(cgroups.Root(root, true), pod).Path(driver)
+		if err != nil || got != want {
+			d.add("PodName(%s, root %q, %s) = %q, %v; kubelet %q", pod.UID, root, driver, got, err, want)
+		}
+		if p := criconfig.CgroupParent(pod, criconfig.Node{CgroupRoot: root, CgroupDriver: driver}); p != want {
+			d.add("criconfig.CgroupParent(%s, root %q, %s) = %q; kubelet %q", pod.UID, root, driver, p, want)
+		}
+	}
+	d.report(n, "pods")
+}
