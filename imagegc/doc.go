@@ -86,7 +86,8 @@
 //     (containerd 1.7+, CRI-O). WithSandboxImages names images never
 //     removed whatever the runtime says, for containerd 1.6, which does not.
 //   - A container that is gone between ListContainers and its
-//     ContainerStatus uses no image; kubelet fails the whole pass.
+//     ContainerStatus uses no image, and a status response without a
+//     status has no image volumes; kubelet fails the whole pass for both.
 //   - Ordering ties (same last use and first detection, such as images
 //     first seen in the same pass and never used) are broken by image ID;
 //     kubelet leaves them to its map's iteration order.

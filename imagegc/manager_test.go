@@ -731,3 +731,14 @@ func TestStatfs(t *testing.T) {
 		t.Errorf("missing path: err %v, want fs.ErrNotExist", err)
 	}
 }
+
+func TestFormatSize(t *testing.T) {
+	for in, want := range map[int64]string{
+		0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB", 5 << 20: "5.0 MiB",
+		10 << 30: "10.0 GiB", 3 << 40: "3.0 TiB", 2048 << 40: "2048.0 TiB",
+	} {
+		if got := formatSize(in); got != want {
+			t.Errorf("formatSize(%d) = %q, want %q", in, got, want)
+		}
+	}
+}
