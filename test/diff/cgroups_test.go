@@ -5,11 +5,13 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	v1qos "k8s.io/kubernetes/pkg/apis/core/v1/helper/qos"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	"k8s.io/kubernetes/pkg/kubelet/cm"
@@ -219,4 +221,125 @@ func TestCgroupsPodName(t *testing.T) {
 		}
 	}
 	d.report(n, "pods")
+}
+
+// recordingCgroups is a kubelet CgroupManager that records the configs
+// its QoS container manager writes. Each UpdateCgroups round starts a new
+// record when it asks for the active pods.
+type recordingCgroups struct {
+	cm.CgroupManager // methods the QoS manager does not call
+	mu               sync.Mutex
+	created          []*cm.CgroupConfig
+	rounds           [][]*cm.CgroupConfig
+}
+
+func (f *recordingCgroups) Create(_ klog.Logger, c *cm.CgroupConfig) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.created = append(f.created, c)
+	return nil
+}
+
+func (f *recordingCgroups) Update(_ klog.Logger, c *cm.CgroupConfig) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.rounds) == 0 {
+		f.created = append(f.created, c)
+		return nil
+	}
+	f.rounds[len(f.rounds)-1] = append(f.rounds[len(f.rounds)-1], c)
+	return nil
+}
+
+func (f *recordingCgroups) newRound() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rounds = append(f.rounds, nil)
+}
+
+func (f *recordingCgroups) Validate(cm.CgroupName) error { return nil }
+func (f *recordingCgroups) Exists(cm.CgroupName) bool    { return false }
+func (f *recordingCgroups) Name(n cm.CgroupName) string  { return n.ToCgroupfs() }
+
+// TestCgroupsQoSTiers runs kubelet's QoS container manager
+// (NewQOSContainerManager over a recording CgroupManager, default
+// configuration) and compares the tiers it creates and the values of its
+// UpdateCgroups rounds for random active pods with cgroups'
+// BurstableCPUShares and the besteffort minimum. kubelet's Start leaves a
+// goroutine that repeats UpdateCgroups every minute (it cannot be
+// stopped); the comparison takes the round each direct call records.
+func TestCgroupsQoSTiers(t *testing.T) {
+	r := newRand(t)
+	d := &differences{t: t}
+	rec := &recordingCgroups{}
+	qm, err := cm.NewQOSContainerManager(&cm.CgroupSubsystems{}, cm.NewCgroupName(cm.RootCgroupName, "kubepods"),
+		cm.NodeConfig{CgroupsPerQOS: true, MemoryReservationPolicy: kubeletconfig.NoneMemoryReservationPolicy}, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var active []*corev1.Pod
+	first := make(chan struct{})
+	var once sync.Once
+	activePods := func() []*corev1.Pod {
+		rec.newRound()
+		once.Do(func() { close(first) })
+		mu.Lock()
+		defer mu.Unlock()
+		return active
+	}
+	if err := qm.Start(t.Context(), func() corev1.ResourceList { return nil }, activePods); err != nil {
+		t.Fatal(err)
+	}
+	<-first // Start's own first round has begun; ours wait for its lock.
+
+	// Start made the burstable tier with no CPU shares and besteffort with 2.
+	rec.mu.Lock()
+	for _, c := range rec.created {
+		name := c.Name.ToCgroupfs()
+		shares := optUint64(c.ResourceParameters.CPUShares)
+		want := map[string]string{"/kubepods/burstable": "nil", "/kubepods/besteffort": "2"}[name]
+		if shares != want {
+			d.add("kubelet's Start made %s with shares %s, cgroups.EnsureQoS gives %s", name, shares, want)
+		}
+	}
+	if len(rec.created) != 2 {
+		d.add("kubelet's Start made %d tiers, want 2", len(rec.created))
+	}
+	rec.mu.Unlock()
+
+	n := cases(2000)
+	for range n {
+		pods := make([]*corev1.Pod, r.IntN(8))
+		for i := range pods {
+			pods[i] = randCgroupPod(r)
+		}
+		mu.Lock()
+		active = pods
+		mu.Unlock()
+		if err := qm.UpdateCgroups(klog.Background()); err != nil {
+			t.Fatal(err)
+		}
+		rec.mu.Lock()
+		round := rec.rounds[len(rec.rounds)-1]
+		rec.mu.Unlock()
+		got := map[string]string{
+			"/kubepods":            "nil",
+			"/kubepods/burstable":  fmt.Sprint(cgroups.BurstableCPUShares(pods)),
+			"/kubepods/besteffort": fmt.Sprint(cgroups.MinShares),
+		}
+		for _, c := range round {
+			name := c.Name.ToCgroupfs()
+			if w := optUint64(c.ResourceParameters.CPUShares); got[name] != w {
+				d.add("tier %s: shares %s, kubelet %s (pods %d)", name, got[name], w, len(pods))
+			}
+			if c.ResourceParameters.Memory != nil || len(c.ResourceParameters.Unified) > 0 {
+				d.add("tier %s: kubelet sets memory %s unified %v, cgroups none", name, optInt64(c.ResourceParameters.Memory), c.ResourceParameters.Unified)
+			}
+		}
+		if len(round) != 3 {
+			d.add("kubelet updated %d tiers, want 3", len(round))
+		}
+	}
+	d.report(n, "rounds")
 }
