@@ -162,11 +162,32 @@ func TestHostCgroups(t *testing.T) {
 		}
 	}
 
-	// Resize b.
+	// kubelet's reading of g's cgroup.
+	rc, err := m.CgroupConfig(ctx, m.PodName(g))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantShares := uint64(512)
+	if tree.V2 {
+		wantShares = CPUSharesFromWeight(20)
+	}
+	if *rc.CPUShares != wantShares || *rc.CPUQuota != 50000 || *rc.CPUPeriod != 100000 || *rc.Memory != 256<<20 {
+		t.Errorf("CgroupConfig of g = shares %d quota %d period %d memory %d", *rc.CPUShares, *rc.CPUQuota, *rc.CPUPeriod, *rc.Memory)
+	}
+	if u, err := m.MemoryUsage(ctx, m.PodName(g)); err != nil || u < 0 {
+		t.Errorf("MemoryUsage of g = %d, %v", u, err)
+	}
+
+	// Resize b, in kubelet's steps.
 	resized := b.DeepCopy()
 	resized.Spec.Containers[0].Resources = rr(req("500m", "64Mi"), req("2", "256Mi"))
-	if err := m.UpdatePod(ctx, resized); err != nil {
-		t.Fatal(err)
+	for _, step := range []struct {
+		resource corev1.ResourceName
+		limit    bool
+	}{{"memory", true}, {"memory", false}, {"cpu", true}, {"cpu", false}} {
+		if err := m.UpdatePodResource(ctx, resized, step.resource, step.limit); err != nil {
+			t.Fatal(err)
+		}
 	}
 	memFile, quotaFile, quotaWant := "memory.limit_in_bytes", "cpu.cfs_quota_us", "200000"
 	if tree.V2 {

@@ -615,16 +615,15 @@ func (m *Manager) EnsurePod(ctx context.Context, pod *corev1.Pod) error {
 }
 
 // UpdatePod writes the CPU shares, CFS quota and period and the memory
-// limit of the pod's (resized) resources to its cgroup, for a pod-level
-// resize. The caller orders it against the containers' updates as
-// kubelet does (a pod cgroup grows before its containers and shrinks
-// after them).
+// limit (and cgroup v2 memory files) of the pod's resized resources to its
+// cgroup at once. UpdatePodResource is the same in kubelet's steps, for a
+// caller that orders them against the containers' updates as kubelet does.
 func (m *Manager) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
 	if !m.perQOS() {
 		return nil
 	}
 	rc := m.PodResourceConfig(pod)
-	upd := ResourceConfig{CPUShares: rc.CPUShares, CPUQuota: rc.CPUQuota, CPUPeriod: rc.CPUPeriod, Memory: rc.Memory}
+	upd := ResourceConfig{CPUShares: rc.CPUShares, CPUQuota: rc.CPUQuota, CPUPeriod: rc.CPUPeriod, Memory: rc.Memory, Unified: rc.Unified}
 	if err := m.apply(m.PodName(pod), upd); err != nil {
 		return fmt.Errorf("cgroups: resize %s: %w", m.PodName(pod).Cgroupfs(), err)
 	}

@@ -1,0 +1,158 @@
+package cgroups
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// CPUSharesFromWeight is kubelet's reading of cgroup v2's cpu.weight back
+// as cpu.shares (cpuWeightToCPUShares); CPUWeight then this may not give
+// the shares back exactly.
+func CPUSharesFromWeight(weight uint64) uint64 {
+	if weight < 1 {
+		weight = 1
+	}
+	return ((weight-1)*262142)/9999 + 2
+}
+
+// file returns the path of a controller's file of the cgroup n.
+func (m *Manager) file(controller string, n Name, name string) string {
+	p := strings.TrimPrefix(n.Cgroupfs(), "/")
+	if !m.tree.V2 {
+		h, _ := m.tree.hierarchy(controller)
+		p = path.Join(h, p)
+	}
+	return path.Join(p, name)
+}
+
+func (m *Manager) readUint(controller string, n Name, name string) (uint64, error) {
+	s, err := m.tree.FS.ReadFile(m.file(controller, n, name))
+	if err != nil {
+		return 0, fmt.Errorf("cgroups: %w", err)
+	}
+	s = strings.TrimSpace(s)
+	if s == "max" {
+		return ^uint64(0), nil
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("cgroups: %s of %s: %w", name, n.Cgroupfs(), err)
+	}
+	return v, nil
+}
+
+// CgroupConfig reads the CPU shares, CFS quota and period and memory
+// limit of the cgroup n as kubelet's GetCgroupConfig does: on cgroup v2,
+// shares from cpu.weight (CPUSharesFromWeight), a quota of "max" as -1,
+// a memory.max of "max" as -1; on cgroup v1 the files' values.
+func (m *Manager) CgroupConfig(ctx context.Context, n Name) (ResourceConfig, error) {
+	var rc ResourceConfig
+	if m.tree.V2 {
+		s, err := m.tree.FS.ReadFile(m.file("cpu", n, "cpu.max"))
+		if err != nil {
+			return rc, fmt.Errorf("cgroups: %w", err)
+		}
+		f := strings.Fields(s)
+		if len(f) != 2 {
+			return rc, fmt.Errorf("cgroups: cpu.max of %s: %q", n.Cgroupfs(), s)
+		}
+		quota := int64(-1)
+		if f[0] != "max" {
+			if quota, err = strconv.ParseInt(f[0], 10, 64); err != nil {
+				return rc, fmt.Errorf("cgroups: cpu.max of %s: %w", n.Cgroupfs(), err)
+			}
+		}
+		period, err := strconv.ParseUint(f[1], 10, 64)
+		if err != nil {
+			return rc, fmt.Errorf("cgroups: cpu.max of %s: %w", n.Cgroupfs(), err)
+		}
+		weight, err := m.readUint("cpu", n, "cpu.weight")
+		if err != nil {
+			return rc, err
+		}
+		shares := CPUSharesFromWeight(weight)
+		rc.CPUShares, rc.CPUQuota, rc.CPUPeriod = &shares, &quota, &period
+		mem, err := m.readUint("memory", n, "memory.max")
+		if err != nil {
+			return rc, err
+		}
+		limit := int64(mem)
+		rc.Memory = &limit
+		return rc, nil
+	}
+	qs, err := m.tree.FS.ReadFile(m.file("cpu", n, "cpu.cfs_quota_us"))
+	if err != nil {
+		return rc, fmt.Errorf("cgroups: %w", err)
+	}
+	quota, err := strconv.ParseInt(strings.TrimSpace(qs), 10, 64)
+	if err != nil {
+		return rc, fmt.Errorf("cgroups: cpu.cfs_quota_us of %s: %w", n.Cgroupfs(), err)
+	}
+	period, err := m.readUint("cpu", n, "cpu.cfs_period_us")
+	if err != nil {
+		return rc, err
+	}
+	shares, err := m.readUint("cpu", n, "cpu.shares")
+	if err != nil {
+		return rc, err
+	}
+	mem, err := m.readUint("memory", n, "memory.limit_in_bytes")
+	if err != nil {
+		return rc, err
+	}
+	limit := int64(mem)
+	rc.CPUShares, rc.CPUQuota, rc.CPUPeriod, rc.Memory = &shares, &quota, &period, &limit
+	return rc, nil
+}
+
+// MemoryUsage is the memory the cgroup n uses (v1 memory.usage_in_bytes,
+// v2 memory.current), for the check kubelet makes before shrinking a
+// pod's memory limit.
+func (m *Manager) MemoryUsage(ctx context.Context, n Name) (int64, error) {
+	name := "memory.usage_in_bytes"
+	if m.tree.V2 {
+		name = "memory.current"
+	}
+	v, err := m.readUint("memory", n, name)
+	return int64(v), err
+}
+
+// UpdatePodResource is one step of kubelet's pod-level in-place resize
+// (setPodCgroupConfig): for cpu, the CFS quota and period (limit) or the
+// shares (request); for memory, the limit and, on cgroup v2 with
+// MemoryQoS, memory.high and the protection files (limit), nothing for
+// the request (memory requests are not written to cgroups). kubelet
+// grows the pod cgroup's limit, then its request, before the containers,
+// and shrinks them (request, then limit) after; the caller keeps that
+// order, and checks a shrinking memory limit against MemoryUsage.
+func (m *Manager) UpdatePodResource(ctx context.Context, pod *corev1.Pod, resource corev1.ResourceName, limit bool) error {
+	if !m.perQOS() {
+		return nil
+	}
+	rc := m.PodResourceConfig(pod)
+	var upd ResourceConfig
+	switch resource {
+	case corev1.ResourceCPU:
+		if limit {
+			upd.CPUQuota, upd.CPUPeriod = rc.CPUQuota, rc.CPUPeriod
+		} else {
+			upd.CPUShares = rc.CPUShares
+		}
+	case corev1.ResourceMemory:
+		if !limit {
+			return nil
+		}
+		upd.Memory, upd.Unified = rc.Memory, rc.Unified
+	default:
+		return fmt.Errorf("cgroups: resize of %s: only cpu and memory are resized", resource)
+	}
+	if err := m.apply(m.PodName(pod), upd); err != nil {
+		return fmt.Errorf("cgroups: resize %s of %s: %w", resource, m.PodName(pod).Cgroupfs(), err)
+	}
+	return nil
+}

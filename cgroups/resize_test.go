@@ -1,0 +1,126 @@
+package cgroups
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podstart/podstart/criconfig"
+)
+
+func TestCPUSharesFromWeight(t *testing.T) {
+	t.Parallel()
+	// kubelet's TestCpuWeightToCPUShares.
+	for weight, shares := range map[uint64]uint64{1: 2, 2: 28, 3: 54, 4: 80, 245: 6398, 10000: 262144} {
+		if got := CPUSharesFromWeight(weight); got != shares {
+			t.Errorf("CPUSharesFromWeight(%d) = %d, want %d", weight, got, shares)
+		}
+	}
+}
+
+func TestResizeSteps(t *testing.T) {
+	t.Parallel()
+	for _, l := range layouts {
+		t.Run(l.String(), func(t *testing.T) {
+			t.Parallel()
+			m, mfs := newTestManager(t, l, criconfig.Node{})
+			ctx := context.Background()
+			if err := m.EnsureQoS(ctx); err != nil {
+				t.Fatal(err)
+			}
+			pod := podWith("rs", rr(req("250m", "64Mi"), req("1", "128Mi")))
+			if err := m.EnsurePod(ctx, pod); err != nil {
+				t.Fatal(err)
+			}
+			read := func() ResourceConfig {
+				t.Helper()
+				rc, err := m.CgroupConfig(ctx, m.PodName(pod))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return rc
+			}
+			shares := uint64(256)
+			if l.v2 {
+				shares = CPUSharesFromWeight(CPUWeight(256))
+			}
+			want := ResourceConfig{CPUShares: u64(shares), CPUQuota: i64(100000), CPUPeriod: u64(100000), Memory: i64(128 * mi)}
+			if diff := cmp.Diff(want, read()); diff != "" {
+				t.Fatalf("CgroupConfig after EnsurePod (-want +got):\n%s", diff)
+			}
+
+			resized := pod.DeepCopy()
+			resized.Spec.Containers[0].Resources = rr(req("500m", "96Mi"), req("2", "256Mi"))
+			// Limit first: quota changes, shares do not.
+			if err := m.UpdatePodResource(ctx, resized, corev1.ResourceCPU, true); err != nil {
+				t.Fatal(err)
+			}
+			want.CPUQuota = i64(200000)
+			if diff := cmp.Diff(want, read()); diff != "" {
+				t.Errorf("after the CPU limit step (-want +got):\n%s", diff)
+			}
+			if err := m.UpdatePodResource(ctx, resized, corev1.ResourceCPU, false); err != nil {
+				t.Fatal(err)
+			}
+			want.CPUShares = u64(512)
+			if l.v2 {
+				want.CPUShares = u64(CPUSharesFromWeight(CPUWeight(512)))
+			}
+			if diff := cmp.Diff(want, read()); diff != "" {
+				t.Errorf("after the CPU request step (-want +got):\n%s", diff)
+			}
+			// The memory request writes nothing; the limit does.
+			if err := m.UpdatePodResource(ctx, resized, corev1.ResourceMemory, false); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, read()); diff != "" {
+				t.Errorf("after the memory request step (-want +got):\n%s", diff)
+			}
+			if err := m.UpdatePodResource(ctx, resized, corev1.ResourceMemory, true); err != nil {
+				t.Fatal(err)
+			}
+			want.Memory = i64(256 * mi)
+			if diff := cmp.Diff(want, read()); diff != "" {
+				t.Errorf("after the memory limit step (-want +got):\n%s", diff)
+			}
+			if err := m.UpdatePodResource(ctx, resized, corev1.ResourceEphemeralStorage, true); err == nil {
+				t.Error("resize of ephemeral-storage accepted")
+			}
+
+			usage := "memory.usage_in_bytes"
+			if l.v2 {
+				usage = "memory.current"
+			}
+			if err := mfs.WriteFile(l.dir("memory", "/kubepods/burstable/podrs/"+usage), "4096"); err != nil {
+				t.Fatal(err)
+			}
+			if u, err := m.MemoryUsage(ctx, m.PodName(pod)); err != nil || u != 4096 {
+				t.Errorf("MemoryUsage = %d, %v; want 4096", u, err)
+			}
+		})
+	}
+}
+
+// TestCgroupConfigUnlimited: kubelet reads v2's "max" as -1.
+func TestCgroupConfigUnlimited(t *testing.T) {
+	t.Parallel()
+	m, _ := newTestManager(t, layout{v2: true}, criconfig.Node{})
+	ctx := context.Background()
+	if err := m.EnsureQoS(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pod := podWith("be", rr(nil, nil))
+	if err := m.EnsurePod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := m.CgroupConfig(ctx, m.PodName(pod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ResourceConfig{CPUShares: u64(2), CPUQuota: i64(-1), CPUPeriod: u64(100000), Memory: i64(-1)}
+	if diff := cmp.Diff(want, rc); diff != "" {
+		t.Errorf("CgroupConfig of a BestEffort pod (-want +got):\n%s", diff)
+	}
+}
