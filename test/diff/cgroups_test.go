@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -342,4 +343,37 @@ func TestCgroupsQoSTiers(t *testing.T) {
 		}
 	}
 	d.report(n, "rounds")
+}
+
+// TestCgroupsV2Conversions compares the cgroup v2 values with kubelet's:
+// cpu.weight written with CPUWeight and read back with
+// CPUSharesFromWeight is what kubelet's CPUSharesEqualAfterV2RoundTrip
+// accepts (and only that), and MemoryHigh is the memory.high of
+// ApplyPodLevelMemoryHigh for random pods and throttling factors.
+func TestCgroupsV2Conversions(t *testing.T) {
+	r := newRand(t)
+	d := &differences{t: t}
+	n := cases(20000)
+	for range n {
+		shares := pick(r, []uint64{0, 1, 2, 3, 27, 28, 29, 1024, 262143, 262144, 1 << 20}) + uint64(r.IntN(3))
+		if r.IntN(2) == 0 {
+			shares = uint64(r.IntN(262145))
+		}
+		back := cgroups.CPUSharesFromWeight(cgroups.CPUWeight(shares))
+		if shares >= 2 && !cm.CPUSharesEqualAfterV2RoundTrip(shares, back) {
+			d.add("shares %d: weight %d read back as %d, which kubelet does not accept", shares, cgroups.CPUWeight(shares), back)
+		}
+		if shares >= 2 && cm.CPUSharesEqualAfterV2RoundTrip(shares, back+1) {
+			d.add("shares %d: kubelet also accepts %d", shares, back+1)
+		}
+
+		pod := randCgroupPod(r)
+		factor := pick(r, []float64{0, 0.5, 0.8, 0.9, 1})
+		rc := &cm.ResourceConfig{}
+		cm.ApplyPodLevelMemoryHigh(pod, rc, factor)
+		if got, want := cgroups.MemoryHigh(pod, factor, int64(os.Getpagesize())), rc.Unified["memory.high"]; got != want {
+			d.add("MemoryHigh(%+v, %v) = %q, kubelet %q", pod.Spec, factor, got, want)
+		}
+	}
+	d.report(n, "cases")
 }
