@@ -50,11 +50,22 @@
 //
 // NewManager takes a Tree (an FS and its layout: cgroup v1 hierarchies, or
 // cgroup v2) and the node's criconfig.Node. EnsureQoS makes kubepods and
-// the tiers, EnsurePod a pod's cgroup before its sandbox, UpdatePod writes
-// a pod-level resize, RemovePod kills what is left in a pod's cgroup and
-// removes it, RemoveOrphans sweeps the cgroups of pods no longer known.
-// DetectTree finds the host's layout under /sys/fs/cgroup (OSFS); MemFS is
-// an FS in memory that behaves as the kernel's for tests.
+// the tiers (and enforces node allocatable on kubepods); UpdateQoS
+// refreshes the tiers from the active pods (every QOSUpdateInterval, and
+// before a new pod's cgroup with WithActivePods); EnsurePod makes a pod's
+// cgroup before its sandbox; UpdatePod writes a pod-level resize at once,
+// UpdatePodResource in kubelet's steps (CgroupConfig and MemoryUsage read
+// what the caller orders them by); RemovePod kills what is left in a pod's
+// cgroup (SIGKILL, five rounds, as kubelet) and removes it and its
+// children in every hierarchy; PodCgroups lists the pod cgroups found,
+// RemoveOrphans sweeps those of pods no longer known (reducing the CPU
+// shares of those whose volumes remain). DetectTree finds the host's
+// layout under /sys/fs/cgroup (OSFS); MemFS is an FS in memory that
+// behaves as the kernel's for tests.
+//
+// Errors match with errors.Is: ErrUnsupportedDriver, ErrMissingController,
+// ErrInvalidName, ErrBusy, ErrKillFailed, and fs.ErrNotExist for a missing
+// cgroup root or cgroup file.
 //
 // # Differences from kubelet
 //
