@@ -74,7 +74,10 @@
 //     (ErrUnsupportedDriver): kubelet makes systemd slices through systemd's
 //     D-Bus API, which podstart does not talk to.
 //   - kubelet's Create logs and ignores a failed write of a new cgroup's
-//     values; the Manager returns it (no silent drops).
+//     values; the Manager returns it (no silent drops). Likewise kubelet
+//     retries enforcing node allocatable on kubepods every minute in the
+//     background (with an event), where EnsureQoS returns the error for
+//     the caller to retry.
 //   - kubelet's partial updates (a resize, ReduceCPULimits) also write 0
 //     to every huge page limit (libcontainer fills omitted sizes); the
 //     Manager writes huge page limits only with a full configuration.

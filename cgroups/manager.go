@@ -49,7 +49,10 @@ func (a NodeAllocatable) Values() corev1.ResourceList {
 // HostCapacity is this host's internal capacity as kubelet reads it: the
 // logical CPUs, MemTotal of /proc/meminfo, and PIDs, the least of
 // kernel.pid_max and kernel.threads-max. A value it cannot read is left
-// out.
+// out. Pre-allocated huge pages are not read: a host with some adds its
+// hugepages-<size> entries (criconfig.HostAllocatable reads them), or
+// kubepods gets a huge page limit of 0 until UpdateQoS lifts it, as
+// kubelet's would with no huge pages in its capacity.
 func HostCapacity() corev1.ResourceList {
 	c := corev1.ResourceList{
 		corev1.ResourceCPU: *resource.NewMilliQuantity(int64(hostinfo.NumCPUs())*1000, resource.DecimalSI),
