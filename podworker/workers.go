@@ -3,6 +3,7 @@ package podworker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -80,7 +81,25 @@ type options struct {
 	runtimeName  string
 	hostIPs      []string
 	jitter       func(time.Duration) time.Duration
+	cgroups      PodCgroups
 }
+
+// PodCgroups makes each pod's cgroup before its sandbox, removes it once
+// the pod is killed, and sweeps the cgroups of pods the Workers no longer
+// have (cgroups.Manager fits).
+type PodCgroups interface {
+	EnsurePod(ctx context.Context, pod *corev1.Pod) error
+	RemovePod(ctx context.Context, pod *corev1.Pod) error
+	RemoveOrphans(ctx context.Context, keep func(types.UID) bool, volumesExist func(types.UID) bool) ([]types.UID, error)
+}
+
+// WithPodCgroups gives each pod a cgroup of its own, as kubelet with
+// cgroupsPerQOS (its default) does: made before every sync that may start
+// something (kubelet's EnsureExists in syncPod), removed after the kill,
+// and swept by CollectGarbage once the sources are ready. Give the Syncer
+// the criconfig.Node the cgroups were made for, so sandboxes name them as
+// their parent.
+func WithPodCgroups(c PodCgroups) Option { return func(o *options) { o.cgroups = c } }
 
 // WithProbes runs the pods' probes with m (give the Syncer
 // podsync.WithProbes(m) too, so liveness and startup failures restart
@@ -351,7 +370,15 @@ func (w *Workers) CollectGarbage(ctx context.Context) error {
 			return ok
 		}
 	}
-	return w.syncer.GarbageCollect(ctx, w.o.gcPolicy, wanted)
+	err := w.syncer.GarbageCollect(ctx, w.o.gcPolicy, wanted)
+	if w.o.cgroups != nil && wanted != nil {
+		// kubelet's cleanupOrphanedPodCgroups: the Workers remove a pod's
+		// directories with its containers, so no volume holds one back.
+		if _, cerr := w.o.cgroups.RemoveOrphans(ctx, wanted, nil); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}
+	return err
 }
 
 // Relist relists the node now and wakes the pods that changed.
@@ -564,7 +591,12 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 					status = after
 				}
 				final = w.apiStatus(p, pod, status, true)
-				err = w.syncer.RemovePod(ctx, pod.UID)
+				if w.o.cgroups != nil {
+					err = w.o.cgroups.RemovePod(ctx, pod)
+				}
+				if err == nil {
+					err = w.syncer.RemovePod(ctx, pod.UID)
+				}
 			}
 			cancel()
 			if r.Error() != nil || err != nil {
@@ -585,6 +617,15 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 			if err != nil {
 				cancel()
 				retry := w.retryAfter(w.o.errorRetry)
+				w.record(p, PodState{Status: status, Err: err, APIStatus: w.apiStatus(p, pod, status, false), NextSync: retry})
+				return retry, false
+			}
+		}
+		if w.o.cgroups != nil {
+			if err := w.o.cgroups.EnsurePod(ctx, pod); err != nil {
+				cancel()
+				retry := w.retryAfter(w.o.errorRetry)
+				err = fmt.Errorf("failed to ensure that the pod: %v cgroups exist and are correctly applied: %w", pod.UID, err)
 				w.record(p, PodState{Status: status, Err: err, APIStatus: w.apiStatus(p, pod, status, false), NextSync: retry})
 				return retry, false
 			}

@@ -1,0 +1,108 @@
+package podworker_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podstart/podstart/cgroups"
+	"github.com/podstart/podstart/criconfig"
+	"github.com/podstart/podstart/podsync"
+	"github.com/podstart/podstart/podworker"
+)
+
+func memCgroups(t *testing.T) (*cgroups.MemFS, *cgroups.Manager) {
+	t.Helper()
+	tree := cgroups.NewMemFS(false)
+	m, err := cgroups.NewManager(tree.Tree(), criconfig.Node{}, cgroups.WithKill(tree.Kill),
+		cgroups.WithNodeAllocatable(cgroups.NodeAllocatable{Capacity: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.EnsureQoS(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return tree, m
+}
+
+// A pod's cgroup exists, with its values, before its sandbox and is gone
+// once the pod is deleted; after an agent restart, the cgroup of a pod
+// the new Workers do not have is swept with the pod.
+func TestPodCgroups(t *testing.T) {
+	tree, m := memCgroups(t)
+	e := newEnv(t, nil, podworker.WithPodCgroups(m), podworker.WithGC(0, podsync.DefaultGCPolicy))
+	pod := testPod("limited") // Guaranteed: every container 100m and 16Mi
+	limits := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("16Mi")}
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			cs[i].Resources = corev1.ResourceRequirements{Requests: limits, Limits: limits}
+		}
+	}
+	other := testPod("other")
+	for _, p := range []*corev1.Pod{pod, other} {
+		if err := e.workers.Upsert(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.waitFor("pods running", []types.UID{pod.UID, other.UID}, running)
+	dir := "memory" + m.PodName(pod).Cgroupfs()
+	// The sidecar and the two app containers run together: 48Mi.
+	if v, err := tree.ReadFile(dir + "/memory.limit_in_bytes"); err != nil || v != "50331648" || dir != "memory/kubepods/poduid-limited" {
+		t.Errorf("%s/memory.limit_in_bytes = %q, %v; want the Guaranteed pod's 48Mi", dir, v, err)
+	}
+	if !tree.Exists("cpu" + m.PodName(other).Cgroupfs()) {
+		t.Errorf("no cgroup for %s", other.Name)
+	}
+	if err := e.workers.Delete(pod, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("pod removed", []types.UID{pod.UID}, removed)
+	if tree.Exists(dir) || tree.Exists("cpu"+m.PodName(pod).Cgroupfs()) {
+		t.Errorf("%s's cgroup left after its removal", pod.Name)
+	}
+	e.workers.Close()
+
+	// A new agent process that knows no pod: once its sources are ready,
+	// other's containers and cgroup go.
+	w2 := podworker.New(e.syncer, e.fake, podworker.WithPodCgroups(m), podworker.WithGC(0, podsync.DefaultGCPolicy))
+	defer w2.Close()
+	w2.SourcesReady()
+	if err := w2.CollectGarbage(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if tree.Exists("cpu" + m.PodName(other).Cgroupfs()) {
+		t.Errorf("the orphan's cgroup was not swept")
+	}
+}
+
+// A cgroup that cannot be made fails the sync before anything starts.
+func TestPodCgroupFailureStopsSync(t *testing.T) {
+	e := newEnv(t, nil, podworker.WithPodCgroups(failingCgroups{}))
+	pod := testPod("blocked")
+	if err := e.workers.Upsert(pod); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("a failed sync", []types.UID{pod.UID}, func(st podworker.PodState) bool { return st.Err != nil })
+	st, _ := e.workers.Status(pod.UID)
+	if !errors.Is(st.Err, errNoCgroup) {
+		t.Errorf("error %v, want the cgroup's", st.Err)
+	}
+	if n := e.fake.CallCount("RunPodSandbox"); n != 0 {
+		t.Errorf("%d sandboxes created without a pod cgroup", n)
+	}
+}
+
+var errNoCgroup = errors.New("no cgroup for you")
+
+type failingCgroups struct{}
+
+func (failingCgroups) EnsurePod(context.Context, *corev1.Pod) error { return errNoCgroup }
+func (failingCgroups) RemovePod(context.Context, *corev1.Pod) error { return nil }
+func (failingCgroups) RemoveOrphans(context.Context, func(types.UID) bool, func(types.UID) bool) ([]types.UID, error) {
+	return nil, nil
+}
