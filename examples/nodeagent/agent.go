@@ -21,7 +21,9 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podstart/podstart/apiobjects"
+	"github.com/podstart/podstart/containerlogs"
 	"github.com/podstart/podstart/criconfig"
+	"github.com/podstart/podstart/imagegc"
 	"github.com/podstart/podstart/images"
 	"github.com/podstart/podstart/mounts"
 	"github.com/podstart/podstart/podsync"
@@ -49,6 +51,15 @@ type Config struct {
 	// Ready, if set, is called once the node is registered and the pods
 	// bound to it are known (tests wait on it).
 	Ready func()
+	// PodCgroups, if set, makes each pod's cgroup before its sandbox and
+	// removes it after the kill (podworker.WithPodCgroups; a
+	// cgroups.Manager whose EnsureQoS the caller ran). Nil: pods get the
+	// cgroup the runtime makes under the parent the sandbox names.
+	PodCgroups podworker.PodCgroups
+	// ImageGC, if set, collects unused images with this policy every 5
+	// minutes (imagegc; kubelet's is imagegc.DefaultPolicy()). Nil: never,
+	// as the tests on a runtime shared with other tests want.
+	ImageGC *imagegc.Policy
 	// Mounter mounts the tmpfs of Secret, downward API, projected and
 	// Memory emptyDir volumes and unmounts them when pods go (nil: the
 	// host's; the agent then needs CAP_SYS_ADMIN, as kubelet does). Tests
@@ -134,7 +145,32 @@ func Run(ctx context.Context, cfg Config) error {
 	// Statuses reach the API server through kubelet's status manager,
 	// which also deletes a pod's object once the worker removed the pod.
 	statuses := statusmanager.New(apiClient{cfg.Client}, statusmanager.WithClock(cfg.Clock))
-	a.workers = podworker.New(syncer, cfg.Runtime,
+	var workerOpts []podworker.Option
+	if cfg.PodCgroups != nil {
+		workerOpts = append(workerOpts, podworker.WithPodCgroups(cfg.PodCgroups))
+	}
+	// Container logs rotate as kubelet's (10Mi, 5 files, every 10 s) on a
+	// runtime that reopens them.
+	if rt, ok := cfg.Runtime.(containerlogs.Runtime); ok {
+		logs, err := containerlogs.New(rt, containerlogs.WithPodLogsDir(cfg.PodLogsDir), containerlogs.WithClock(cfg.Clock))
+		if err != nil {
+			return err
+		}
+		wg.Go(func() { logs.Run(ctx) })
+	}
+	if cfg.ImageGC != nil {
+		rt, ok := cfg.Runtime.(imagegc.Runtime)
+		if !ok {
+			return fmt.Errorf("image GC: the runtime does not report its image filesystem (CRI ImageFsInfo)")
+		}
+		gc, err := imagegc.New(rt, imagegc.WithPolicy(*cfg.ImageGC), imagegc.WithClock(cfg.Clock),
+			imagegc.WithRecorder(recorder, imagegc.NodeRef(cfg.NodeName)))
+		if err != nil {
+			return err
+		}
+		wg.Go(func() { gc.Run(ctx) })
+	}
+	workerOpts = append(workerOpts,
 		podworker.WithRuntimeName(v.RuntimeName), podworker.WithHostIPs(hostIPs...),
 		podworker.WithProbes(prober), podworker.WithPullSecrets(pullSecrets.ForPod),
 		podworker.WithOnSync(func(uid types.UID, st podworker.PodState) {
@@ -143,6 +179,7 @@ func Run(ctx context.Context, cfg Config) error {
 			pullSecrets.AfterSync(st.Pod, st.Result)
 			statuses.OnSync(uid, st)
 		}))
+	a.workers = podworker.New(syncer, cfg.Runtime, workerOpts...)
 	defer a.workers.Close()
 
 	// The pods bound to this node, as kubelet's API source watches them.

@@ -34,6 +34,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 
+	"github.com/podstart/podstart/cgroups"
+	"github.com/podstart/podstart/criconfig"
+	"github.com/podstart/podstart/imagegc"
+	"github.com/podstart/podstart/podworker"
 	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/runtime/fake"
 )
@@ -46,17 +50,19 @@ func main() {
 	logsDir := flag.String("pod-logs-dir", "", "pod log directory (default: <root-dir>/logs)")
 	clusterDNS := flag.String("cluster-dns", "", "comma-separated DNS server IPs for ClusterFirst pods (kubelet's --cluster-dns)")
 	clusterDomain := flag.String("cluster-domain", "cluster.local", "the cluster's DNS domain (kubelet's --cluster-domain, whose default is none; kubeadm clusters use cluster.local)")
+	perQOS := flag.Bool("cgroups-per-qos", true, "make kubelet's QoS and pod cgroups (kubelet's --cgroups-per-qos; cgroupfs driver; ignored on the fake runtime)")
+	imageGC := flag.Bool("image-gc", true, "collect unused images at kubelet's thresholds, 85% and 80% (ignored on the fake runtime)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *kubeconfig, *nodeName, *endpoint, *rootDir, *logsDir, *clusterDNS, *clusterDomain); err != nil {
+	if err := run(ctx, *kubeconfig, *nodeName, *endpoint, *rootDir, *logsDir, *clusterDNS, *clusterDomain, *perQOS, *imageGC); err != nil {
 		fmt.Fprintln(os.Stderr, "nodeagent:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, clusterDNS, clusterDomain string) error {
+func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, clusterDNS, clusterDomain string, perQOS, imageGC bool) error {
 	if nodeName == "" {
 		h, err := os.Hostname()
 		if err != nil {
@@ -77,6 +83,8 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 		return err
 	}
 	var rt runtime.Runtime = fake.New()
+	var podCgroups podworker.PodCgroups
+	var gcPolicy *imagegc.Policy
 	if endpoint != "" {
 		c, err := runtime.Dial(ctx, endpoint)
 		if err != nil {
@@ -84,8 +92,21 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 		}
 		defer c.Close()
 		rt = c
+		if perQOS {
+			m, err := hostCgroups(ctx, rootDir)
+			if err != nil {
+				return err
+			}
+			podCgroups = m
+		}
+		if imageGC {
+			p := imagegc.DefaultPolicy()
+			gcPolicy = &p
+		}
 	}
 	return Run(ctx, Config{
+		PodCgroups:    podCgroups,
+		ImageGC:       gcPolicy,
 		Client:        client,
 		Runtime:       rt,
 		NodeName:      nodeName,
@@ -109,4 +130,21 @@ func splitNonEmpty(s string) []string {
 // of new pods wait on each other's requests, about 2.8 s a pod.
 func setKubeletRateLimits(cfg *rest.Config) {
 	cfg.QPS, cfg.Burst = 50, 100
+}
+
+// hostCgroups makes kubelet's QoS cgroups on this host (cgroupfs driver,
+// cgroup root "/", node allocatable enforced on kubepods: capacity minus
+// no reservation, as kubelet without --kube-reserved and
+// --system-reserved) and returns the manager that makes the pods'.
+func hostCgroups(ctx context.Context, rootDir string) (*cgroups.Manager, error) {
+	tree, err := cgroups.DetectTree("")
+	if err != nil {
+		return nil, err
+	}
+	m, err := cgroups.NewManager(tree, criconfig.Node{RootDir: rootDir},
+		cgroups.WithNodeAllocatable(cgroups.NodeAllocatable{Capacity: cgroups.HostCapacity()}))
+	if err != nil {
+		return nil, err
+	}
+	return m, m.EnsureQoS(ctx)
 }
