@@ -1,0 +1,262 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/podstart/podstart/eviction"
+	"github.com/podstart/podstart/podsync"
+	"github.com/podstart/podstart/runtime"
+)
+
+// Memory eviction against containerd, with stats from CRI
+// (eviction.CRISource over ListPodSandboxStats). The node's own free
+// memory is shared with every other process on the machine, so the test
+// does not put a threshold on memory.available: it enforces an
+// allocatable for its pods instead, as kubelet does on the kubepods
+// cgroup. The pods' memory (allocatableMemory.available's source) is the
+// working set of this test's pods, from CRI, under an allocatable of what
+// they use before the hog starts plus 200Mi, with kubelet's hard
+// threshold allocatableMemory.available<100Mi. Three pods run: a
+// Burstable one within its request, a BestEffort one, and a hog that
+// keeps 150 MB in a shell variable against a 50Mi request. Passes of the
+// Manager find no pressure until the hog has grown; then the hog, and
+// only the hog, is evicted (1 s grace) with kubelet's reason and message
+// naming its usage and request, the others keep running, and while
+// MemoryPressure holds a new BestEffort pod is refused with kubelet's
+// reason and message and a Burstable one admitted.
+func TestMemoryEvictionOnContainerd(t *testing.T) {
+	e, rt := setup(t)
+	a := newAgent(t, rt, t.TempDir())
+	mem := func(req, lim string) corev1.ResourceRequirements {
+		r := corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(req)}}
+		if lim != "" {
+			r.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(lim)}
+		}
+		return r
+	}
+	steadyC := sleeper("app", e.openImage)
+	steadyC.Resources = mem("50Mi", "")
+	steady := newPod(t, rt, "evict-steady", steadyC)
+	idle := newPod(t, rt, "evict-besteffort", sleeper("app", e.openImage))
+	hogC := corev1.Container{Name: "hog", Image: e.openImage, ImagePullPolicy: corev1.PullIfNotPresent, Resources: mem("50Mi", "400Mi"),
+		// The shell keeps the variable; "; true" keeps it from exec'ing sleep.
+		Command: []string{"sh", "-c", `x=$(head -c 150000000 /dev/zero | tr '\000' a); sleep 3600; true`}}
+	hog := newPod(t, rt, "evict-hog", hogC)
+	pods := []*corev1.Pod{steady, idle, hog}
+
+	a.converge(steady)
+	a.converge(idle)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	podsMem := &podsMemory{rt: rt, pods: pods}
+	base, err := podsMem.workingSet(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	podsMem.allocatable = base + 200<<20
+	thresholds, err := eviction.ParseThresholds(eviction.Config{Hard: map[string]string{"allocatableMemory.available": "100Mi"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &agentKiller{a: a, pods: pods, statuses: map[*corev1.Pod]*corev1.PodStatus{}}
+	rec := &evictionEvents{}
+	m := eviction.New(eviction.NewCRISource(rt, rt, eviction.WithRootDir(a.root), eviction.WithPodsMemory(podsMem.stats)), k,
+		eviction.WithThresholds(thresholds), eviction.WithRecorder(rec))
+
+	evicted, err := m.Synchronize(ctx)
+	if err != nil || len(evicted) != 0 || len(m.Conditions()) != 0 {
+		t.Fatalf("before the hog: evicted %v, conditions %v, %v", evicted, m.Conditions(), err)
+	}
+	bestEffort := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "late-besteffort", Namespace: namespace},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{sleeper("app", e.openImage)}}}
+	if err := m.Admit(bestEffort); err != nil {
+		t.Fatalf("admission without pressure: %v", err)
+	}
+
+	a.converge(hog)
+	start := time.Now()
+	passes := 0
+	for len(evicted) == 0 {
+		if time.Since(start) > 45*time.Second {
+			ws, _ := podsMem.workingSet(ctx)
+			t.Fatalf("no eviction in 45 s (%d passes); pods' working set %d of allocatable %d", passes, ws, podsMem.allocatable)
+		}
+		time.Sleep(250 * time.Millisecond) // the hog fills its memory on its own time
+		passes++
+		if evicted, err = m.Synchronize(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("pods' working set before the hog %d bytes, allocatable %d; evicted after %d passes (%v)", base, podsMem.allocatable, passes, time.Since(start).Round(time.Millisecond))
+	if len(evicted) != 1 || evicted[0] != hog {
+		t.Fatalf("evicted %v, want the hog", names(evicted))
+	}
+	ev := k.evictions[0]
+	t.Logf("eviction: grace %d s, signal %s, message %q, annotations %v", ev.GracePeriodSeconds, ev.Signal, ev.Message, ev.Annotations)
+	msg := regexp.MustCompile(`^The node was low on resource: memory\. Threshold quantity: 100Mi, available: (\d+)(Ki|Mi)?\. ` +
+		`Container hog was using (\d+)(Ki|Mi)?, request is 50Mi, has larger consumption of memory\. $`)
+	if !msg.MatchString(ev.Message) {
+		t.Errorf("message %q is not kubelet's for the hog", ev.Message)
+	}
+	if ev.GracePeriodSeconds != 1 || ev.Signal != eviction.SignalAllocatableMemoryAvailable || !ev.DisruptionTarget ||
+		ev.Annotations[eviction.OffendingContainersKey] != "hog" || ev.Annotations[eviction.StarvedResourceKey] != "memory" {
+		t.Errorf("eviction %+v", ev)
+	}
+	st := k.statuses[hog]
+	if st == nil || st.Phase != corev1.PodFailed || st.Reason != "Evicted" || st.Message != ev.Message || !hasDisruptionTarget(st) {
+		t.Errorf("hog status %+v", st)
+	}
+	if got := rec.reasons(); len(got) != 1 || got[0] != "Evicted" {
+		t.Errorf("events %v, want one Evicted", got)
+	}
+	if cs := a.status(hog).FindContainerStatusByName("hog"); cs == nil || cs.State != podsync.ContainerStateExited {
+		t.Errorf("the hog's container is not stopped: %+v", cs)
+	}
+	for _, p := range []*corev1.Pod{steady, idle} {
+		if !running(p, a.status(p)) {
+			t.Errorf("%s is not running after the eviction", p.Name)
+		}
+	}
+
+	// MemoryPressure holds for the transition period (5 minutes).
+	if c := m.Conditions(); len(c) != 1 || c[0] != corev1.NodeMemoryPressure || !m.IsUnderMemoryPressure() {
+		t.Fatalf("conditions %v, want [MemoryPressure]", c)
+	}
+	err = m.Admit(bestEffort)
+	var ae *eviction.AdmitError
+	if !errors.Is(err, eviction.ErrNodePressure) || !errors.As(err, &ae) || ae.Reason() != "Evicted" ||
+		ae.Message() != "The node had condition: [MemoryPressure]. " {
+		t.Errorf("BestEffort pod under MemoryPressure: %v, want refused with kubelet's reason and message", err)
+	} else {
+		t.Logf("BestEffort pod refused: reason %s, message %q", ae.Reason(), ae.Message())
+	}
+	burstable := bestEffort.DeepCopy()
+	burstable.Spec.Containers[0].Resources = mem("10Mi", "")
+	if err := m.Admit(burstable); err != nil {
+		t.Errorf("Burstable pod under MemoryPressure refused: %v", err)
+	}
+}
+
+// podsMemory is the pods cgroup as kubelet's allocatable enforcement
+// would see it if only the test's pods ran: their working sets, from CRI,
+// under a set allocatable.
+type podsMemory struct {
+	rt          *runtime.Client
+	pods        []*corev1.Pod
+	allocatable uint64
+}
+
+func (p *podsMemory) workingSet(ctx context.Context) (uint64, error) {
+	var ws uint64
+	for _, pod := range p.pods {
+		sbs, err := p.rt.ListPodSandboxStats(ctx, &runtimeapi.PodSandboxStatsFilter{LabelSelector: map[string]string{podsync.LabelPodUID: string(pod.UID)}})
+		if err != nil {
+			return 0, err
+		}
+		for _, sb := range sbs {
+			ws += sb.GetLinux().GetMemory().GetWorkingSetBytes().GetValue()
+		}
+	}
+	return ws, nil
+}
+
+func (p *podsMemory) stats(ctx context.Context) (*statsapi.MemoryStats, error) {
+	ws, err := p.workingSet(ctx)
+	if err != nil {
+		return nil, err
+	}
+	avail := p.allocatable - min(ws, p.allocatable)
+	return &statsapi.MemoryStats{Time: metav1.Now(), WorkingSetBytes: &ws, AvailableBytes: &avail}, nil
+}
+
+// agentKiller is the pod worker's side of eviction: the test's pods not
+// evicted yet, and an eviction that kills the pod through podsync with
+// the eviction's grace period and keeps the status it writes.
+type agentKiller struct {
+	a         *agent
+	mu        sync.Mutex
+	pods      []*corev1.Pod
+	evictions []eviction.Eviction
+	statuses  map[*corev1.Pod]*corev1.PodStatus
+}
+
+func (k *agentKiller) ActivePods() []*corev1.Pod {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []*corev1.Pod
+	for _, p := range k.pods {
+		if k.statuses[p] == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (k *agentKiller) Evict(ctx context.Context, e eviction.Eviction) error {
+	st, err := k.a.syncer.Status(ctx, e.Pod)
+	if err != nil {
+		return err
+	}
+	grace := e.GracePeriodSeconds
+	r := k.a.syncer.KillPod(ctx, e.Pod, st, &grace)
+	status := &corev1.PodStatus{}
+	e.Status(status, metav1.Now())
+	k.mu.Lock()
+	k.evictions = append(k.evictions, e)
+	k.statuses[e.Pod] = status
+	k.mu.Unlock()
+	return r.Error()
+}
+
+func hasDisruptionTarget(st *corev1.PodStatus) bool {
+	for _, c := range st.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func names(pods []*corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// evictionEvents records the reasons of the events a Manager sends.
+type evictionEvents struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (l *evictionEvents) Eventf(_ apiruntime.Object, _, reason, _ string, _ ...interface{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.list = append(l.list, reason)
+}
+
+func (l *evictionEvents) AnnotatedEventf(o apiruntime.Object, _ map[string]string, t, reason, f string, args ...interface{}) {
+	l.Eventf(o, t, reason, f, args...)
+}
+
+func (l *evictionEvents) reasons() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.list...)
+}
+
