@@ -260,3 +260,124 @@ func (l *evictionEvents) reasons() []string {
 	return append([]string(nil), l.list...)
 }
 
+// Disk eviction against containerd, the same way: the node's disk is
+// shared with every other process, so the test gives CRISource a statfs
+// (WithStatfs) of a filesystem whose used bytes are its pods' writable
+// layers as containerd reports them (ListPodSandboxStats) and whose
+// capacity is what they use before the filler starts plus 200Mi, one
+// filesystem for nodefs and the image filesystem (kubelet's single-disk
+// layout), with nodefs.available<100Mi. A filler writes 150 MB into its
+// writable layer next to a pod that writes nothing; the filler alone is
+// evicted with kubelet's ephemeral-storage message (without the
+// container's usage: CRISource does not measure logs, and kubelet's line
+// for a container needs them), and under DiskPressure every new pod that
+// is not critical is refused. containerd 1.6 measures writable layers in
+// the background (every 10 s by default), so the eviction may take that
+// long.
+func TestDiskEvictionOnContainerd(t *testing.T) {
+	e, rt := setup(t)
+	a := newAgent(t, rt, t.TempDir())
+	quiet := newPod(t, rt, "evict-quiet", sleeper("app", e.openImage))
+	fillerC := corev1.Container{Name: "filler", Image: e.openImage, ImagePullPolicy: corev1.PullIfNotPresent,
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("10Mi")}},
+		Command:   []string{"sh", "-c", `dd if=/dev/zero of=/fill bs=1M count=150 && exec sleep 3600`}}
+	filler := newPod(t, rt, "evict-filler", fillerC)
+	pods := []*corev1.Pod{quiet, filler}
+	a.converge(quiet)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	disk := &podsDisk{rt: rt, pods: pods}
+	base, err := disk.used(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disk.capacity = base + 200<<20
+	thresholds, err := eviction.ParseThresholds(eviction.Config{Hard: map[string]string{"nodefs.available": "100Mi"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &agentKiller{a: a, pods: pods, statuses: map[*corev1.Pod]*corev1.PodStatus{}}
+	m := eviction.New(eviction.NewCRISource(rt, rt, eviction.WithRootDir(a.root), eviction.WithStatfs(disk.statfs)), k,
+		eviction.WithThresholds(thresholds))
+	evicted, err := m.Synchronize(ctx)
+	if err != nil || len(evicted) != 0 || len(m.Conditions()) != 0 {
+		t.Fatalf("before the filler: evicted %v, conditions %v, %v", names(evicted), m.Conditions(), err)
+	}
+
+	a.converge(filler)
+	start := time.Now()
+	passes := 0
+	for len(evicted) == 0 {
+		if time.Since(start) > 45*time.Second {
+			used, _ := disk.used(ctx)
+			t.Fatalf("no eviction in 45 s (%d passes); pods' writable layers %d bytes of %d", passes, used, disk.capacity)
+		}
+		time.Sleep(250 * time.Millisecond) // containerd measures the layers on its own time
+		passes++
+		if evicted, err = m.Synchronize(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("pods' writable layers before the filler %d bytes, capacity %d; evicted after %d passes (%v)", base, disk.capacity, passes, time.Since(start).Round(time.Millisecond))
+	if len(evicted) != 1 || evicted[0] != filler {
+		t.Fatalf("evicted %v, want the filler", names(evicted))
+	}
+	ev := k.evictions[0]
+	t.Logf("eviction: grace %d s, signal %s, message %q, annotations %v", ev.GracePeriodSeconds, ev.Signal, ev.Message, ev.Annotations)
+	msg := regexp.MustCompile(`^The node was low on resource: ephemeral-storage\. Threshold quantity: 100Mi, available: (\d+)(Ki|Mi)?\. $`)
+	if !msg.MatchString(ev.Message) || ev.GracePeriodSeconds != 1 || ev.Annotations[eviction.StarvedResourceKey] != "ephemeral-storage" {
+		t.Errorf("eviction %+v: not kubelet's for the filler", ev)
+	}
+	if st := k.statuses[filler]; st == nil || st.Phase != corev1.PodFailed || st.Reason != "Evicted" || !hasDisruptionTarget(st) {
+		t.Errorf("filler status %+v", st)
+	}
+	if cs := a.status(filler).FindContainerStatusByName("filler"); cs == nil || cs.State != podsync.ContainerStateExited {
+		t.Errorf("the filler's container is not stopped: %+v", cs)
+	}
+	if !running(quiet, a.status(quiet)) {
+		t.Error("the quiet pod is not running after the eviction")
+	}
+	if c := m.Conditions(); len(c) != 1 || c[0] != corev1.NodeDiskPressure || !m.IsUnderDiskPressure() {
+		t.Fatalf("conditions %v, want [DiskPressure]", c)
+	}
+	late := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "late", Namespace: namespace},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{sleeper("app", e.openImage)}}}
+	late.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("10Mi")}
+	var ae *eviction.AdmitError
+	if err := m.Admit(late); !errors.As(err, &ae) || ae.Reason() != "Evicted" || ae.Message() != "The node had condition: [DiskPressure]. " {
+		t.Errorf("Burstable pod under DiskPressure: %v, want refused with kubelet's reason and message", err)
+	}
+}
+
+// podsDisk is a filesystem as if only the test's pods used it: their
+// writable layers, from CRI, on a set capacity.
+type podsDisk struct {
+	rt       *runtime.Client
+	pods     []*corev1.Pod
+	capacity uint64
+}
+
+func (d *podsDisk) used(ctx context.Context) (uint64, error) {
+	var used uint64
+	for _, pod := range d.pods {
+		sbs, err := d.rt.ListPodSandboxStats(ctx, &runtimeapi.PodSandboxStatsFilter{LabelSelector: map[string]string{podsync.LabelPodUID: string(pod.UID)}})
+		if err != nil {
+			return 0, err
+		}
+		for _, sb := range sbs {
+			for _, c := range sb.GetLinux().GetContainers() {
+				used += c.GetWritableLayer().GetUsedBytes().GetValue()
+			}
+		}
+	}
+	return used, nil
+}
+
+func (d *podsDisk) statfs(string) (eviction.FsUsage, error) {
+	used, err := d.used(context.Background())
+	if err != nil {
+		return eviction.FsUsage{}, err
+	}
+	return eviction.FsUsage{CapacityBytes: d.capacity, AvailableBytes: d.capacity - min(used, d.capacity), Inodes: 1 << 20, InodesFree: 1 << 20}, nil
+}
