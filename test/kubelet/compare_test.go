@@ -63,7 +63,7 @@ func (tr *tier) node() criconfig.Node {
 		ResolvConf:        "/etc/resolv.conf",
 		ResolvConfContent: resolv,
 		CgroupDriver:      "cgroupfs",
-		CgroupsPerQOS:     ptr(false),
+		CgroupRoot:        s.cgroupRoot, // kubelet's default cgroupsPerQOS, under podstart's root
 		Allocatable:       allocatable,
 		// HugePageSizes: left to criconfig.FromHost, which reads them in
 		// directory order as kubelet (runc) does.
@@ -106,7 +106,8 @@ type report struct {
 }
 
 // normaliser rewrites what must differ between the two sides: their root
-// and log dirs, and the random name of a termination-log file.
+// and log dirs, their cgroup roots, and the random name of a
+// termination-log file.
 type normaliser struct {
 	paths   *strings.Replacer
 	termLog *regexp.Regexp
@@ -115,7 +116,8 @@ type normaliser struct {
 func (tr *tier) normaliser() normaliser {
 	k, p := tr.sides["kubelet"], tr.sides["podstart"]
 	return normaliser{
-		paths:   strings.NewReplacer(k.root, "<root>", p.root, "<root>", k.logs, "<logs>", p.logs, "<logs>"),
+		paths: strings.NewReplacer(k.root, "<root>", p.root, "<root>", k.logs, "<logs>", p.logs, "<logs>",
+			k.cgroupRoot+"/kubepods/", "<cgroup-root>/kubepods/", p.cgroupRoot+"/kubepods/", "<cgroup-root>/kubepods/"),
 		termLog: regexp.MustCompile(`^(<root>/pods/[^/]+/containers/[^/]+/)[^/]+$`),
 	}
 }

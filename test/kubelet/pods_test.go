@@ -10,9 +10,10 @@ import (
 type outcome int
 
 const (
-	runs         outcome = iota // sandbox and containers are created (but for refused ones)
-	rejected                    // admission rejects it: no sandbox
-	sandboxFails                // RunPodSandbox is sent and fails
+	runs            outcome = iota // sandbox and containers are created (but for refused ones)
+	rejected                       // admission rejects it: no pod cgroup, no sandbox
+	noSandboxConfig                // its pod cgroup is made, but not its sandbox config: no RunPodSandbox
+	sandboxFails                   // RunPodSandbox is sent and fails
 )
 
 // podCase is one static pod of the table.
@@ -161,7 +162,7 @@ func podTable(hostDir string) []podCase {
 				Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"NET_BIND_SERVICE"}}, ProcMount: ptr(corev1.DefaultProcMount)}
 		})},
 		// Unmasked /proc needs a user namespace, which containerd 1.6 lacks.
-		{name: "proc-unmasked", kubelet: rejected, pod: mkPod("proc-unmasked", func(p *corev1.Pod) {
+		{name: "proc-unmasked", kubelet: noSandboxConfig, pod: mkPod("proc-unmasked", func(p *corev1.Pod) {
 			p.Spec.HostUsers = ptr(false)
 			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{ProcMount: ptr(corev1.UnmaskedProcMount)}
 		})},
