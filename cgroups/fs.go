@@ -48,6 +48,12 @@ type Tree struct {
 	// Hierarchies are those directories (v1 only): each cgroup is made in
 	// every one of them, as kubelet's libcontainer manager does.
 	Hierarchies []string
+	// Unified is the directory of a hybrid v1 host's cgroup2 mount
+	// ("unified"), or "". It holds no controller, so nothing is written
+	// there, but runc makes each container's cgroup in it too: a pod's
+	// cgroup is removed from it with the others, as kubelet's
+	// libcontainer manager removes it.
+	Unified string
 }
 
 // hierarchy returns the v1 hierarchy directory holding controller.
@@ -71,7 +77,7 @@ const DefaultRoot = "/sys/fs/cgroup"
 // DetectTree reads the cgroup mount at root (DefaultRoot when ""): cgroup
 // v2 when root is a cgroup2 file system, else the cgroup v1 hierarchies
 // mounted in its subdirectories (a cgroup2 "unified" directory of a
-// hybrid host is not one of them, as for kubelet).
+// hybrid host is not one of them, as for kubelet, but is Tree.Unified).
 func DetectTree(root string) (Tree, error) {
 	if root == "" {
 		root = DefaultRoot
@@ -91,7 +97,13 @@ func DetectTree(root string) (Tree, error) {
 	}
 	for _, e := range entries {
 		var hs unix.Statfs_t
-		if err := unix.Statfs(filepath.Join(root, e.Name()), &hs); err != nil || hs.Type != unix.CGROUP_SUPER_MAGIC {
+		if err := unix.Statfs(filepath.Join(root, e.Name()), &hs); err != nil {
+			continue
+		}
+		if hs.Type == unix.CGROUP2_SUPER_MAGIC {
+			t.Unified = e.Name()
+		}
+		if hs.Type != unix.CGROUP_SUPER_MAGIC {
 			continue
 		}
 		t.Hierarchies = append(t.Hierarchies, e.Name())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -219,8 +220,26 @@ func TestHostCgroups(t *testing.T) {
 	if pids, err := m.Pids(m.PodName(g)); err != nil || len(pids) != 1 || pids[0] != cmd.Process.Pid {
 		t.Fatalf("Pids = %v, %v; want [%d]", pids, err, cmd.Process.Pid)
 	}
+	// On a hybrid host runc makes the cgroup in the unified mount too.
+	var unified []string
+	if tree.Unified != "" {
+		p := strings.TrimPrefix(m.PodName(g).Cgroupfs(), "/")
+		for _, d := range strings.Split(p, "/") {
+			unified = append(unified, d)
+			if err := tree.FS.Mkdir(path.Join(append([]string{tree.Unified}, unified...)...)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		top := path.Join(tree.Unified, unified[0])
+		t.Cleanup(func() { removeTree(t, tree.FS, top) })
+	}
 	if err := m.RemovePod(ctx, g); err != nil {
 		t.Fatal(err)
+	}
+	if len(unified) > 0 {
+		if _, err := tree.FS.Subdirs(path.Join(append([]string{tree.Unified}, unified...)...)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("g's cgroup left in the unified mount %s: %v", tree.Unified, err)
+		}
 	}
 	err = <-waited
 	var exit *exec.ExitError

@@ -748,7 +748,11 @@ func (m *Manager) removeAll(n Name) error {
 		}
 		return nil
 	}
-	for _, d := range m.dirs(n) {
+	dirs := m.dirs(n)
+	if !m.tree.V2 && m.tree.Unified != "" {
+		dirs = append(dirs, path.Join(m.tree.Unified, strings.TrimPrefix(n.Cgroupfs(), "/")))
+	}
+	for _, d := range dirs {
 		if err := rm(d); err != nil {
 			return err
 		}

@@ -639,17 +639,10 @@ func TestKubeletEquality(t *testing.T) {
 	if left := tr.podCgroups("podstart"); len(left) > 0 {
 		t.Errorf("podstart: pod cgroups left after RemovePod: %v", left)
 	}
-	// Pending: on a hybrid cgroup v1 host, runc makes each container's
-	// cgroup in the cgroup2 "unified" mount too (so its pod cgroup's
-	// directory there), and kubelet's libcontainer manager destroys the
-	// pod's cgroup there as well; cgroups.Manager (whose DetectTree leaves
-	// that mount out) does not, so podstart leaves empty pod cgroups under
-	// /sys/fs/cgroup/unified. Logged, not failed, until fixed; fails once
-	// nothing is left, so this check is tightened then.
+	// On a hybrid cgroup v1 host runc makes each container's cgroup in the
+	// cgroup2 "unified" mount too; both sides remove the pod's there.
 	if left := tr.unifiedPodCgroups("podstart"); len(left) > 0 {
-		t.Logf("pending (cgroups.Manager leaves pod cgroups in the hybrid host's unified hierarchy): %d left, e.g. %s", len(left), left[0])
-	} else if kubeletrun.HybridUnifiedDir("/") != "" {
-		t.Errorf("podstart leaves no pod cgroup in the unified hierarchy any more: make this check an assertion")
+		t.Errorf("podstart: pod cgroups left in the hybrid host's unified hierarchy: %d, e.g. %s", len(left), left[0])
 	}
 	tr.compareCgroups(cases, pods, kcgroups, pcgroups)
 
