@@ -205,6 +205,8 @@ type worker struct {
 	relistedGen uint64             // when that relist started
 	syncedGen   uint64             // when the last sync ended
 	state       PodState
+	// evicted writes an eviction's status into the final one (Evict).
+	evicted func(*corev1.PodStatus)
 }
 
 // New starts Workers over the syncer (whose runtime is rt: the relist and
@@ -272,6 +274,12 @@ func (w *Workers) Upsert(pod *corev1.Pod) error {
 		return ErrClosed
 	}
 	p := w.pods[pod.UID]
+	if p == nil && pod.DeletionTimestamp == nil && (pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded) {
+		// A pod the API server has in a terminal phase is never run
+		// again (kubelet's IsPodPhaseTerminal): an evicted pod, or a
+		// finished one the Workers already removed.
+		return nil
+	}
 	if p == nil {
 		p = &worker{uid: pod.UID, wake: make(chan struct{}, 1)}
 		w.pods[pod.UID] = p
@@ -312,6 +320,36 @@ func (w *Workers) Delete(pod *corev1.Pod, gracePeriod *int64) error {
 	signal(p.wake)
 	return nil
 }
+
+// Evict kills a pod the Workers hold, as kubelet's eviction manager has
+// its pod worker kill it: with gracePeriod (which overrides the pod's),
+// its final status changed by status (eviction.Eviction.Status fits:
+// phase Failed, reason Evicted, the message), then removed from the node
+// as Delete removes it. The API object stays: a Workers given it again in
+// that terminal phase does not run it (Upsert). ErrUnknownPod when the
+// Workers do not hold the pod.
+func (w *Workers) Evict(pod *corev1.Pod, gracePeriod int64, status func(*corev1.PodStatus)) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	p := w.pods[pod.UID]
+	if p == nil {
+		return fmt.Errorf("%w: %s/%s", ErrUnknownPod, pod.Namespace, pod.Name)
+	}
+	p.evicted = status
+	if p.terminating && p.grace != nil && *p.grace < gracePeriod {
+		gracePeriod = *p.grace
+	}
+	p.terminating, p.grace = true, &gracePeriod
+	p.state.Terminating = true
+	signal(p.wake)
+	return nil
+}
+
+// ErrUnknownPod: the Workers do not hold the pod.
+var ErrUnknownPod = errors.New("podworker: unknown pod")
 
 // terminateLocked marks p terminating; a grace period can only shrink,
 // as kubelet's.
@@ -591,6 +629,12 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 					status = after
 				}
 				final = w.apiStatus(p, pod, status, true)
+				w.mu.Lock()
+				evicted := p.evicted
+				w.mu.Unlock()
+				if evicted != nil {
+					evicted(&final)
+				}
 				if w.o.cgroups != nil {
 					err = w.o.cgroups.RemovePod(ctx, pod)
 				}
