@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
@@ -23,6 +25,7 @@ import (
 	"github.com/podstart/podstart/apiobjects"
 	"github.com/podstart/podstart/containerlogs"
 	"github.com/podstart/podstart/criconfig"
+	"github.com/podstart/podstart/eviction"
 	"github.com/podstart/podstart/imagegc"
 	"github.com/podstart/podstart/images"
 	"github.com/podstart/podstart/mounts"
@@ -60,6 +63,12 @@ type Config struct {
 	// minutes (imagegc; kubelet's is imagegc.DefaultPolicy()). Nil: never,
 	// as the tests on a runtime shared with other tests want.
 	ImageGC *imagegc.Policy
+	// Eviction, if set, runs kubelet's eviction manager with these
+	// thresholds (eviction.DefaultThresholds() are kubelet's) over CRI
+	// stats and the host's: pods under node pressure are evicted (Failed,
+	// Evicted), new pods refused as kubelet's admission refuses them, and
+	// the pressure conditions reported on the Node. Nil: none.
+	Eviction []eviction.Threshold
 	// Mounter mounts the tmpfs of Secret, downward API, projected and
 	// Memory emptyDir volumes and unmounts them when pods go (nil: the
 	// host's; the agent then needs CAP_SYS_ADMIN, as kubelet does). Tests
@@ -71,8 +80,12 @@ type agent struct {
 	Config
 	host    criconfig.Node // the node as criconfig sees it, read from the host
 	workers *podworker.Workers
-	volumes *apiobjects.Volumes
-	pods    cache.Store // the informer's pods bound to this node
+	evicter atomic.Pointer[eviction.Manager] // nil: no eviction
+	// rejected takes a pod admission refused: its status is written
+	// Failed and it is never run (kubelet's rejectPod).
+	rejected func(*corev1.Pod, corev1.PodStatus)
+	volumes  *apiobjects.Volumes
+	pods     cache.Store // the informer's pods bound to this node
 }
 
 // Run runs the agent until ctx ends. Pods keep running on the runtime when
@@ -158,6 +171,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		wg.Go(func() { logs.Run(ctx) })
 	}
+	var imageGC *imagegc.Manager
 	if cfg.ImageGC != nil {
 		rt, ok := cfg.Runtime.(imagegc.Runtime)
 		if !ok {
@@ -168,6 +182,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return err
 		}
+		imageGC = gc
 		wg.Go(func() { gc.Run(ctx) })
 	}
 	workerOpts = append(workerOpts,
@@ -181,6 +196,17 @@ func Run(ctx context.Context, cfg Config) error {
 		}))
 	a.workers = podworker.New(syncer, cfg.Runtime, workerOpts...)
 	defer a.workers.Close()
+	a.rejected = func(pod *corev1.Pod, st corev1.PodStatus) {
+		statuses.OnSync(pod.UID, podworker.PodState{Pod: pod, APIStatus: st, Removed: true})
+	}
+	if cfg.Eviction != nil {
+		m, err := a.newEviction(recorder, imageGC, node.UID)
+		if err != nil {
+			return err
+		}
+		a.evicter.Store(m)
+		wg.Go(func() { _ = m.Run(ctx) })
+	}
 
 	// The pods bound to this node, as kubelet's API source watches them.
 	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -221,7 +247,7 @@ func (a *agent) podChanged(obj any) {
 	var err error
 	if pod.DeletionTimestamp != nil {
 		err = a.workers.Delete(pod, pod.DeletionGracePeriodSeconds)
-	} else {
+	} else if a.admit(pod) {
 		err = a.workers.Upsert(pod)
 	}
 	if err != nil {
@@ -274,4 +300,69 @@ func (c apiClient) PatchPodStatus(ctx context.Context, ns, name string, patch []
 
 func (c apiClient) DeletePod(ctx context.Context, ns, name string, uid types.UID) error {
 	return c.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: metav1.NewUIDPreconditions(string(uid))})
+}
+
+// newEviction makes kubelet's eviction manager over CRI stats and the
+// host's, reclaiming images with imageGC (when the agent collects them)
+// before it evicts pods through the workers.
+func (a *agent) newEviction(recorder record.EventRecorder, imageGC *imagegc.Manager, nodeUID types.UID) (*eviction.Manager, error) {
+	stats, ok := a.Runtime.(runtime.StatsLister)
+	fsInfo, ok2 := a.Runtime.(runtime.ImageFsInfoReader)
+	if !ok || !ok2 {
+		return nil, fmt.Errorf("eviction: the runtime reports no stats (CRI ListPodSandboxStats, ImageFsInfo)")
+	}
+	opts := []eviction.Option{eviction.WithThresholds(a.Eviction), eviction.WithClock(a.Clock), eviction.WithRecorder(recorder),
+		eviction.WithNodeRef(&corev1.ObjectReference{Kind: "Node", Name: a.NodeName, UID: nodeUID}),
+		eviction.WithPodCleanedUp(func(pod *corev1.Pod) bool { _, held := a.workers.Status(pod.UID); return !held })}
+	if imageGC != nil {
+		opts = append(opts, eviction.WithImageGC(imageGC))
+	}
+	return eviction.New(eviction.NewCRISource(stats, fsInfo, eviction.WithRootDir(a.RootDir)), evictions{a}, opts...), nil
+}
+
+// evictions is the eviction manager's Killer: the pods the workers run,
+// and an eviction through podworker.Evict.
+type evictions struct{ a *agent }
+
+func (k evictions) ActivePods() []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, uid := range k.a.workers.Pods() {
+		if st, ok := k.a.workers.Status(uid); ok && !st.Terminating && st.Pod != nil {
+			out = append(out, st.Pod)
+		}
+	}
+	return out
+}
+
+func (k evictions) Evict(_ context.Context, e eviction.Eviction) error {
+	return k.a.workers.Evict(e.Pod, e.GracePeriodSeconds, func(s *corev1.PodStatus) { e.Status(s, metav1.Now()) })
+}
+
+// admit is kubelet's eviction admission for a pod the workers do not run
+// yet: under node pressure, a refused pod gets its Failed status
+// (reason Evicted, kubelet's message) and is never run.
+func (a *agent) admit(pod *corev1.Pod) bool {
+	m := a.evicter.Load()
+	if m == nil {
+		return true
+	}
+	if _, held := a.workers.Status(pod.UID); held {
+		return true
+	}
+	var refused *eviction.AdmitError
+	if err := m.Admit(pod); errors.As(err, &refused) {
+		st := pod.Status
+		st.Phase, st.Reason, st.Message = corev1.PodFailed, refused.Reason(), refused.Message()
+		a.rejected(pod, st)
+		return false
+	}
+	return true
+}
+
+// pressure reports a condition of the eviction manager (false without one).
+func (a *agent) pressure(under func(*eviction.Manager) bool) func() bool {
+	return func() bool {
+		m := a.evicter.Load()
+		return m != nil && under(m)
+	}
 }

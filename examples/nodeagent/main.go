@@ -36,6 +36,7 @@ import (
 
 	"github.com/podstart/podstart/cgroups"
 	"github.com/podstart/podstart/criconfig"
+	"github.com/podstart/podstart/eviction"
 	"github.com/podstart/podstart/imagegc"
 	"github.com/podstart/podstart/podworker"
 	"github.com/podstart/podstart/runtime"
@@ -52,17 +53,18 @@ func main() {
 	clusterDomain := flag.String("cluster-domain", "cluster.local", "the cluster's DNS domain (kubelet's --cluster-domain, whose default is none; kubeadm clusters use cluster.local)")
 	perQOS := flag.Bool("cgroups-per-qos", true, "make kubelet's QoS and pod cgroups (kubelet's --cgroups-per-qos; cgroupfs driver; ignored on the fake runtime)")
 	imageGC := flag.Bool("image-gc", true, "collect unused images at kubelet's thresholds, 85% and 80% (ignored on the fake runtime)")
+	evict := flag.Bool("eviction", true, "evict pods under node pressure at kubelet's hard thresholds (ignored on the fake runtime)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *kubeconfig, *nodeName, *endpoint, *rootDir, *logsDir, *clusterDNS, *clusterDomain, *perQOS, *imageGC); err != nil {
+	if err := run(ctx, *kubeconfig, *nodeName, *endpoint, *rootDir, *logsDir, *clusterDNS, *clusterDomain, *perQOS, *imageGC, *evict); err != nil {
 		fmt.Fprintln(os.Stderr, "nodeagent:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, clusterDNS, clusterDomain string, perQOS, imageGC bool) error {
+func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, clusterDNS, clusterDomain string, perQOS, imageGC, evict bool) error {
 	if nodeName == "" {
 		h, err := os.Hostname()
 		if err != nil {
@@ -85,6 +87,7 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 	var rt runtime.Runtime = fake.New()
 	var podCgroups podworker.PodCgroups
 	var gcPolicy *imagegc.Policy
+	var thresholds []eviction.Threshold
 	if endpoint != "" {
 		c, err := runtime.Dial(ctx, endpoint)
 		if err != nil {
@@ -103,10 +106,14 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 			p := imagegc.DefaultPolicy()
 			gcPolicy = &p
 		}
+		if evict {
+			thresholds = eviction.DefaultThresholds()
+		}
 	}
 	return Run(ctx, Config{
 		PodCgroups:    podCgroups,
 		ImageGC:       gcPolicy,
+		Eviction:      thresholds,
 		Client:        client,
 		Runtime:       rt,
 		NodeName:      nodeName,

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/podstart/podstart/eviction"
 	"github.com/podstart/podstart/nodestatus"
 )
 
@@ -33,6 +34,9 @@ func (a *agent) newHeartbeat() *nodestatus.Heartbeat {
 		KubeletVersion: kubeletVersion,
 		State:          state,
 		Clock:          a.Clock,
+		MemoryPressure: a.pressure((*eviction.Manager).IsUnderMemoryPressure),
+		DiskPressure:   a.pressure((*eviction.Manager).IsUnderDiskPressure),
+		PIDPressure:    a.pressure((*eviction.Manager).IsUnderPIDPressure),
 	})
 	return nodestatus.New(nodeClient{a.Client}, nodestatus.Registration{Name: a.NodeName}, setters,
 		nodestatus.WithClock(a.Clock), nodestatus.WithRuntime(a.Runtime, state))
