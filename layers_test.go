@@ -52,7 +52,7 @@ var rules = map[string]rule{
 	// which imports nothing of the module.
 	"images/pullrecords": {module: []string{"internal/statefile"}, forbid: heavyDeps},
 	"podsync":            {module: []string{"criconfig", "images", "mounts", "runtime", "validation", "internal/..."}, forbid: heavyDeps},
-	"apistatus":          {module: []string{"podsync", "criconfig"}, forbid: heavyDeps},
+	"apistatus":          {module: []string{"podsync", "criconfig", "cgroups"}, forbid: heavyDeps},
 	// apiobjects: what a pod refers to in the API, for podsync's seams.
 	"apiobjects": {module: []string{"podsync", "images", "criconfig", "mounts", "validation"}, forbid: heavyDeps},
 	// nodestatus: the Node, its status setters and heartbeat, for node agents.

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/podstart/podstart/apistatus"
+	"github.com/podstart/podstart/cgroups"
 	"github.com/podstart/podstart/podsync"
 )
 
@@ -301,6 +302,59 @@ func TestPodLevelResourcesRunningPath(t *testing.T) {
 						t.Errorf("%s %s = %s, want %s", name, k, g.String(), v.String())
 					}
 				}
+			}
+		})
+	}
+}
+
+// Kubelet v1.37.2's TestConvertToAPIPodLevelResourcesStatus: with pod
+// cgroups, a Running pod's CPU request is the cgroup's shares unless they
+// are the allocated request's v2 round trip; plus the memory limit of a
+// BestEffort pod's cgroup (none: the page-rounded maximum), as kubelet
+// with pod cgroups reports it.
+func TestPodLevelResourcesFromPodCgroup(t *testing.T) {
+	t.Parallel()
+	q := resource.MustParse
+	u64 := func(v uint64) *uint64 { return &v }
+	i64 := func(v int64) *int64 { return &v }
+	cases := []struct {
+		name          string
+		requests      corev1.ResourceList
+		cgroup        cgroups.ResourceConfig
+		wantMilliCPU  int64
+		wantMemLimit  string
+		wantCPULimit  string
+		bestEffortPod bool
+	}{
+		{name: "preserve allocated request for lossy v2 roundtrip readback", requests: corev1.ResourceList{corev1.ResourceCPU: q("50m"), corev1.ResourceMemory: q("50Mi")},
+			cgroup: cgroups.ResourceConfig{CPUShares: u64(28), CPUPeriod: u64(100000), CPUQuota: i64(0)}, wantMilliCPU: 50, wantMemLimit: "100Mi", wantCPULimit: "100m"},
+		{name: "use actuated request when readback is not a v2 roundtrip", requests: corev1.ResourceList{corev1.ResourceCPU: q("50m"), corev1.ResourceMemory: q("50Mi")},
+			cgroup: cgroups.ResourceConfig{CPUShares: u64(102), CPUPeriod: u64(100000), CPUQuota: i64(0)}, wantMilliCPU: 100, wantMemLimit: "100Mi", wantCPULimit: "100m"},
+		{name: "quota and memory limit read back", requests: corev1.ResourceList{corev1.ResourceCPU: q("50m"), corev1.ResourceMemory: q("50Mi")},
+			cgroup: cgroups.ResourceConfig{CPUShares: u64(51), CPUPeriod: u64(100000), CPUQuota: i64(20000), Memory: i64(200 << 20)}, wantMilliCPU: 50, wantMemLimit: "200Mi", wantCPULimit: "200m"},
+		{name: "a BestEffort pod's unlimited cgroup", bestEffortPod: true,
+			cgroup: cgroups.ResourceConfig{CPUShares: u64(2), CPUPeriod: u64(100000), CPUQuota: i64(-1), Memory: i64(9223372036854771712)}, wantMilliCPU: 0, wantMemLimit: "9007199254740988Ki"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "pause"}}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+			if !c.bestEffortPod {
+				pod.Spec.Resources = &corev1.ResourceRequirements{Requests: c.requests,
+					Limits: corev1.ResourceList{corev1.ResourceCPU: q("100m"), corev1.ResourceMemory: q("100Mi")}}
+			}
+			cg := c.cgroup
+			s := apistatus.PodStatus(apistatus.Input{Pod: pod, Status: &podsync.PodStatus{}, PodCgroup: &cg})
+			if s.Resources == nil {
+				t.Fatal("no pod-level resources")
+			}
+			if got := s.Resources.Requests.Cpu().MilliValue(); got != c.wantMilliCPU {
+				t.Errorf("CPU request %dm, want %dm", got, c.wantMilliCPU)
+			}
+			if got := s.Resources.Limits[corev1.ResourceMemory]; got.String() != c.wantMemLimit {
+				t.Errorf("memory limit %s, want %s", got.String(), c.wantMemLimit)
+			}
+			if got, ok := s.Resources.Limits[corev1.ResourceCPU]; ok != (c.wantCPULimit != "") || ok && got.String() != c.wantCPULimit {
+				t.Errorf("CPU limit %s (%v), want %q", got.String(), ok, c.wantCPULimit)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package apistatus
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"sort"
 	"strings"
@@ -9,12 +10,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	netutils "k8s.io/utils/net"
 
+	"github.com/podstart/podstart/cgroups"
 	"github.com/podstart/podstart/criconfig"
 	"github.com/podstart/podstart/podsync"
 )
@@ -161,6 +164,11 @@ type Input struct {
 	// ResizeError is the last in-place resize failure (Reasons.ResizeFor);
 	// nil: none.
 	ResizeError *Reason
+	// PodCgroup is what the pod's cgroup holds, read back
+	// (cgroups.Manager.CgroupConfig), on a node that makes pod cgroups:
+	// kubelet reports a Running pod's pod-level Resources from it. Nil:
+	// the node makes none (kubelet with cgroupsPerQOS false).
+	PodCgroup *cgroups.ResourceConfig
 }
 
 // PodStatus is kubelet's generateAPIPodStatus followed by what its status
@@ -225,7 +233,7 @@ func PodStatus(in Input) corev1.PodStatus {
 		s.Phase = pod.Status.Phase // no transition out of a terminal phase
 	}
 
-	s.Resources, s.AllocatedResources = podResources(pod, &old, s.Phase == corev1.PodFailed || s.Phase == corev1.PodSucceeded)
+	s.Resources, s.AllocatedResources = podResources(pod, &old, s.Phase == corev1.PodFailed || s.Phase == corev1.PodSucceeded, in.PodCgroup)
 
 	updateProbeStatus(pod, &s, in.Probes, in.ProberStart)
 
@@ -515,7 +523,14 @@ func resizeCondition(pod *corev1.Pod, rs *podsync.PodStatus, old *corev1.PodStat
 // kubelet generates a terminal pod's status again in its terminating sync,
 // by when the API server has the pod Running and kubelet's cached status,
 // the old one, is terminal, so nothing is preserved.
-func podResources(pod *corev1.Pod, old *corev1.PodStatus, ends bool) (*corev1.ResourceRequirements, corev1.ResourceList) {
+//
+// With the pod's cgroup read back (cg), a Running pod's CPU request, CPU
+// limit and memory limit are the cgroup's where it has them, as kubelet
+// with pod cgroups reads them (the allocated CPU request kept when both
+// are at the minimum shares or the shares round-trip through cgroup v2's
+// weight, the CPU limit only above the minimum quota), else preserved as
+// above.
+func podResources(pod *corev1.Pod, old *corev1.PodStatus, ends bool, cg *cgroups.ResourceConfig) (*corev1.ResourceRequirements, corev1.ResourceList) {
 	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	r := pod.Spec.Resources.DeepCopy()
 	if r == nil {
@@ -546,13 +561,62 @@ func podResources(pod *corev1.Pod, old *corev1.PodStatus, ends bool) (*corev1.Re
 	}
 	oldRequests := func(r *corev1.ResourceRequirements) corev1.ResourceList { return r.Requests }
 	oldLimits := func(r *corev1.ResourceRequirements) corev1.ResourceList { return r.Limits }
-	preserve(corev1.ResourceCPU, oldRequests, r.Requests)
+	cpuRequest, cpuLimit, memoryLimit := cgroupValues(cg)
+	if cpuRequest != nil {
+		if cpuRequest.MilliValue() > minShares || r.Requests.Cpu().MilliValue() > minShares {
+			allocated := uint64(criconfig.MilliCPUToShares(r.Requests.Cpu().MilliValue()))
+			if cg.CPUShares == nil || cgroups.CPUSharesFromWeight(cgroups.CPUWeight(allocated)) != *cg.CPUShares {
+				r.Requests[corev1.ResourceCPU] = *cpuRequest
+			}
+		}
+	} else {
+		preserve(corev1.ResourceCPU, oldRequests, r.Requests)
+	}
 	if _, ok := r.Requests[corev1.ResourceMemory]; !ok {
 		if q, ok := requests[corev1.ResourceMemory]; ok {
 			r.Requests[corev1.ResourceMemory] = q.DeepCopy()
 		}
 	}
-	preserve(corev1.ResourceCPU, oldLimits, r.Limits)
-	preserve(corev1.ResourceMemory, oldLimits, r.Limits)
+	if cpuLimit != nil {
+		if cpuLimit.MilliValue() > minMilliCPULimit || r.Limits.Cpu().MilliValue() > minMilliCPULimit {
+			r.Limits[corev1.ResourceCPU] = *cpuLimit
+		}
+	} else {
+		preserve(corev1.ResourceCPU, oldLimits, r.Limits)
+	}
+	if memoryLimit != nil {
+		r.Limits[corev1.ResourceMemory] = *memoryLimit
+	} else {
+		preserve(corev1.ResourceMemory, oldLimits, r.Limits)
+	}
 	return r, requests.DeepCopy()
+}
+
+// Kubelet's cm.MinShares and cm.MinMilliCPULimit.
+const (
+	minShares        = 2
+	minMilliCPULimit = 10
+)
+
+// cgroupValues are kubelet's CPURequestsFromConfig, CPULimitsFromConfig
+// and MemoryLimitsFromConfig: what a pod cgroup's shares, quota and memory
+// limit mean as quantities (nil where the cgroup has none, or no cgroup).
+func cgroupValues(cg *cgroups.ResourceConfig) (cpuRequest, cpuLimit, memoryLimit *resource.Quantity) {
+	if cg == nil {
+		return nil, nil, nil
+	}
+	if cg.CPUShares != nil && *cg.CPUShares >= minShares {
+		if milli := int64(math.Ceil(float64(*cg.CPUShares*1000) / 1024)); milli > 0 {
+			cpuRequest = resource.NewMilliQuantity(milli, resource.DecimalSI)
+		}
+	}
+	if cg.CPUPeriod != nil && *cg.CPUPeriod > 0 && cg.CPUQuota != nil && *cg.CPUQuota != -1 {
+		if milli := *cg.CPUQuota * 1000 / int64(*cg.CPUPeriod); milli > 0 {
+			cpuLimit = resource.NewMilliQuantity(milli, resource.DecimalSI)
+		}
+	}
+	if cg.Memory != nil && *cg.Memory > 0 {
+		memoryLimit = resource.NewQuantity(*cg.Memory, resource.BinarySI)
+	}
+	return cpuRequest, cpuLimit, memoryLimit
 }

@@ -46,6 +46,12 @@ func (m *Manager) readUint(controller string, n Name, name string) (uint64, erro
 	return v, nil
 }
 
+// PodCgroupConfig is CgroupConfig of the pod's cgroup (kubelet's
+// GetPodCgroupConfig for CPU and memory).
+func (m *Manager) PodCgroupConfig(ctx context.Context, pod *corev1.Pod) (ResourceConfig, error) {
+	return m.CgroupConfig(ctx, m.PodName(pod))
+}
+
 // CgroupConfig reads the CPU shares, CFS quota and period and memory
 // limit of the cgroup n as kubelet's GetCgroupConfig does: on cgroup v2,
 // shares from cpu.weight (CPUSharesFromWeight), a quota of "max" as -1,

@@ -103,6 +103,9 @@ type failingCgroups struct{}
 
 func (failingCgroups) EnsurePod(context.Context, *corev1.Pod) error { return errNoCgroup }
 func (failingCgroups) RemovePod(context.Context, *corev1.Pod) error { return nil }
+func (failingCgroups) PodCgroupConfig(context.Context, *corev1.Pod) (cgroups.ResourceConfig, error) {
+	return cgroups.ResourceConfig{}, errNoCgroup
+}
 func (failingCgroups) RemoveOrphans(context.Context, func(types.UID) bool, func(types.UID) bool) ([]types.UID, error) {
 	return nil, nil
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podstart/podstart/apistatus"
+	"github.com/podstart/podstart/cgroups"
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/probes"
 	"github.com/podstart/podstart/runtime"
@@ -91,6 +92,8 @@ type PodCgroups interface {
 	EnsurePod(ctx context.Context, pod *corev1.Pod) error
 	RemovePod(ctx context.Context, pod *corev1.Pod) error
 	RemoveOrphans(ctx context.Context, keep func(types.UID) bool, volumesExist func(types.UID) bool) ([]types.UID, error)
+	// PodCgroupConfig reads back what the pod's cgroup holds.
+	PodCgroupConfig(ctx context.Context, pod *corev1.Pod) (cgroups.ResourceConfig, error)
 }
 
 // WithPodCgroups gives each pod a cgroup of its own, as kubelet with
@@ -466,6 +469,15 @@ func (w *Workers) apiStatus(p *worker, pod *corev1.Pod, status *podsync.PodStatu
 		RuntimeName: w.o.runtimeName, HostIPs: w.o.hostIPs, Terminal: terminal, Now: w.o.clock.Now(), ProberStart: w.started}
 	if w.o.probes != nil {
 		in.Probes = w.o.probes
+	}
+	if w.o.cgroups != nil && pod.Status.Phase == corev1.PodRunning {
+		// Kubelet reads a Running pod's pod-level resources from its
+		// cgroup; a cgroup that cannot be read leaves them to the spec.
+		ctx, cancel := w.syncContext()
+		if cg, err := w.o.cgroups.PodCgroupConfig(ctx, pod); err == nil {
+			in.PodCgroup = &cg
+		}
+		cancel()
 	}
 	s := apistatus.PodStatus(in)
 	if w.o.probes != nil && !terminal {
