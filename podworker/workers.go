@@ -470,9 +470,11 @@ func (w *Workers) apiStatus(p *worker, pod *corev1.Pod, status *podsync.PodStatu
 	if w.o.probes != nil {
 		in.Probes = w.o.probes
 	}
-	if w.o.cgroups != nil && pod.Status.Phase == corev1.PodRunning {
+	if w.o.cgroups != nil {
 		// Kubelet reads a Running pod's pod-level resources from its
-		// cgroup; a cgroup that cannot be read leaves them to the spec.
+		// cgroup, and an ending pod's in its terminating sync, while the
+		// cgroup still exists (apistatus decides which it uses); a cgroup
+		// that cannot be read leaves them to the spec.
 		ctx, cancel := w.syncContext()
 		if cg, err := w.o.cgroups.PodCgroupConfig(ctx, pod); err == nil {
 			in.PodCgroup = &cg

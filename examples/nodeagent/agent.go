@@ -59,6 +59,9 @@ type Config struct {
 	// cgroups.Manager whose EnsureQoS the caller ran). Nil: pods get the
 	// cgroup the runtime makes under the parent the sandbox names.
 	PodCgroups podworker.PodCgroups
+	// CgroupRoot is kubelet's --cgroup-root, the root PodCgroups makes
+	// kubepods under ("": "/"); sandboxes name their pod cgroup under it.
+	CgroupRoot string
 	// ImageGC, if set, collects unused images with this policy every 5
 	// minutes (imagegc; kubelet's is imagegc.DefaultPolicy()). Nil: never,
 	// as the tests on a runtime shared with other tests want.
@@ -98,7 +101,7 @@ func Run(ctx context.Context, cfg Config) error {
 	a := &agent{Config: cfg}
 
 	a.host = criconfig.FromHost(criconfig.Node{Name: cfg.NodeName, RootDir: cfg.RootDir, PodLogsDir: cfg.PodLogsDir,
-		ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain})
+		ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, CgroupRoot: cfg.CgroupRoot})
 	v, err := cfg.Runtime.Version(ctx, "v1")
 	if err != nil {
 		return fmt.Errorf("runtime version: %w", err)

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,6 +34,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/podstart/podstart/cgroups"
+	"github.com/podstart/podstart/criconfig"
 	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/test/criproxy"
 	"github.com/podstart/podstart/test/kubeletrun"
@@ -81,8 +84,33 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 	}
 	t.Cleanup(func() { rt.Close() })
 	root := filepath.Join(work, "agent")
+	// Both nodes make kubelet's pod cgroups (its default), each under a
+	// cgroup root of its own: kubelet destroys every pod cgroup under its
+	// kubepods that is not one of its pods (test/kubeletrun's doc).
+	cleanCgroups := func() {
+		if err := kubeletrun.RemoveCgroupRoot(ctx, sideBySideCgroups); err != nil {
+			t.Error(err)
+		}
+	}
+	cleanCgroups()
+	t.Cleanup(cleanCgroups)
+	if err := kubeletrun.MakeCgroupRoot(sideBySideCgroups + "/agent"); err != nil {
+		t.Fatal(err)
+	}
+	tree, err := cgroups.DetectTree("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentCgroups, err := cgroups.NewManager(tree, criconfig.Node{CgroupRoot: sideBySideCgroups + "/agent"},
+		cgroups.WithNodeAllocatable(cgroups.NodeAllocatable{Capacity: cgroups.HostCapacity()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agentCgroups.EnsureQoS(ctx); err != nil {
+		t.Fatal(err)
+	}
 	runAgent(t, Config{Client: clientFor(t, c.NodeKubeconfig), Runtime: rt, NodeName: agentNode, RootDir: root,
-		PodLogsDir: filepath.Join(root, "logs"), Clock: clock.RealClock{}})
+		PodLogsDir: filepath.Join(root, "logs"), Clock: clock.RealClock{}, PodCgroups: agentCgroups, CgroupRoot: sideBySideCgroups + "/agent"})
 
 	// The kubelet, through its own guarded proxy.
 	kubeconfig, err := c.NodeKubeconfigFor(kubeletNode)
@@ -175,6 +203,19 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 			return err == nil && (p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded)
 		})
 	}
+	// containerd may record the OOM kill after the exit: a node reports
+	// Error first and OOMKilled once it re-reads the container
+	// (podsync.ExitSettleTime); the statuses are compared after that.
+	for _, node := range []string{agentNode, kubeletNode} {
+		eventually(t, node+"-oom's container OOMKilled", func() bool {
+			p, err := admin.CoreV1().Pods("default").Get(ctx, node+"-oom", metav1.GetOptions{})
+			if err != nil || len(p.Status.ContainerStatuses) != 1 {
+				return false
+			}
+			term := p.Status.ContainerStatuses[0].State.Terminated
+			return term != nil && term.Reason == "OOMKilled"
+		})
+	}
 	compareStatuses(t, admin, agentNode, kubeletNode)
 	for _, node := range []string{agentNode, kubeletNode} {
 		p, err := admin.CoreV1().Pods("default").Get(ctx, node+"-oom", metav1.GetOptions{})
@@ -251,6 +292,9 @@ func removeLeftovers(t *testing.T, endpoint string, nodes ...string) {
 	}
 }
 
+// sideBySideCgroups holds the two nodes' cgroup roots, agent and kubelet.
+const sideBySideCgroups = "/podstart-side-by-side"
+
 // startKubelet runs the real kubelet as a node of the API server until the
 // test ends, on containerd through a guarded proxy.
 func startKubelet(t *testing.T, bin, kubeconfig, node, work, endpoint string) {
@@ -268,7 +312,11 @@ func startKubelet(t *testing.T, bin, kubeconfig, node, work, endpoint string) {
 	l.Close()
 	root := filepath.Join(work, "kubelet")
 	cfg := filepath.Join(work, "kubelet.yaml")
-	yaml := kubeletrun.Config{Endpoint: p.Endpoint(), Port: port, PodLogsDir: filepath.Join(root, "logs")}.YAML()
+	if err := kubeletrun.MakeCgroupRoot(sideBySideCgroups + "/kubelet"); err != nil {
+		t.Fatal(err)
+	}
+	yaml := kubeletrun.Config{Endpoint: p.Endpoint(), Port: port, PodLogsDir: filepath.Join(root, "logs"),
+		PodCgroups: true, CgroupRoot: sideBySideCgroups + "/kubelet"}.YAML()
 	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +423,30 @@ func terminal(p *corev1.Pod) bool { return p.Spec.RestartPolicy == corev1.Restar
 // compareStatuses compares each agent pod's status with the kubelet
 // pod's of the same suffix, as an API client reads them, after replacing
 // what must differ between two nodes: container IDs, pod IPs and times.
+// Statuses are compared once both nodes have settled: kubelet rewrites a
+// pod's status at its next sync (every minute, syncFrequency's default),
+// when it reads a Running pod's pod-level resources from its cgroup, so
+// the comparison is retried for up to two minutes before the differences
+// are reported.
 func compareStatuses(t *testing.T, admin kubernetes.Interface, agentNode, kubeletNode string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		diffs, compared := statusDiffs(t, admin, agentNode, kubeletNode)
+		if len(diffs) == 0 || time.Now().After(deadline) {
+			for _, d := range diffs {
+				t.Error(d)
+			}
+			t.Logf("%d pod statuses compared with kubelet's", compared)
+			return
+		}
+		time.Sleep(time.Second) // polling two nodes' statuses, not synchronisation
+	}
+}
+
+// statusDiffs are the differences compareStatuses reports, and how many
+// pods it compared.
+func statusDiffs(t *testing.T, admin kubernetes.Interface, agentNode, kubeletNode string) ([]string, int) {
 	t.Helper()
 	list, err := admin.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
@@ -385,6 +456,7 @@ func compareStatuses(t *testing.T, admin kubernetes.Interface, agentNode, kubele
 	for _, p := range list.Items {
 		byName[p.Name] = p
 	}
+	var diffs []string
 	compared := 0
 	for name, p := range byName {
 		suffix, ok := strings.CutPrefix(name, agentNode)
@@ -405,11 +477,12 @@ func compareStatuses(t *testing.T, admin kubernetes.Interface, agentNode, kubele
 			delete(ps.(map[string]any), "resources")
 		}
 		if diff := cmp.Diff(ks, ps); diff != "" {
-			t.Errorf("pod %s: status differs from kubelet's (-kubelet +agent):\n%s", suffix, diff)
+			diffs = append(diffs, fmt.Sprintf("pod %s: status differs from kubelet's (-kubelet +agent):\n%s", suffix, diff))
 		}
 		compared++
 	}
-	t.Logf("%d pod statuses compared with kubelet's", compared)
+	sort.Strings(diffs)
+	return diffs, compared
 }
 
 func normalizedStatus(t *testing.T, s corev1.PodStatus) any {

@@ -5,11 +5,9 @@
 // the making and removal of that root (MakeCgroupRoot, RemoveCgroupRoot);
 // and the clean-up of what kubelet leaves mounted.
 //
-// test/kubelet runs kubelet with PodCgroups. The examples/nodeagent
-// side-by-side test does not yet: with pod cgroups, kubelet v1.37 reports
-// a running pod's status.resources from its pod cgroup (a pod with no
-// memory limit gets limits.memory 9007199254740988Ki, the cgroup's
-// "unlimited" read back), which the agent does not do yet.
+// test/kubelet and the examples/nodeagent side-by-side test run kubelet
+// with PodCgroups (the agent there makes its pods' cgroups under a root
+// of its own with cgroups.Manager).
 //
 // Why a CgroupRoot and not kubelet's default "/": with per-QoS cgroups,
 // kubelet's housekeeping (cleanupOrphanedPodCgroups, every 2 s) destroys
