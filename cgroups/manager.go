@@ -627,6 +627,9 @@ func (m *Manager) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
 	}
 	rc := m.PodResourceConfig(pod)
 	upd := ResourceConfig{CPUShares: rc.CPUShares, CPUQuota: rc.CPUQuota, CPUPeriod: rc.CPUPeriod, Memory: rc.Memory, Unified: rc.Unified}
+	if cur, err := m.CgroupConfig(ctx, m.PodName(pod)); err == nil && sameValues(cur, upd) {
+		return nil // as kubelet, which compares before it writes
+	}
 	if err := m.apply(m.PodName(pod), upd); err != nil {
 		return fmt.Errorf("cgroups: resize %s: %w", m.PodName(pod).Cgroupfs(), err)
 	}
@@ -834,4 +837,13 @@ func (m *Manager) RemoveOrphans(ctx context.Context, keep func(types.UID) bool, 
 		removed = append(removed, uid)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// sameValues: the CPU and memory values UpdatePod writes already hold (a
+// value UpdatePod would not write counts as held).
+func sameValues(cur, want ResourceConfig) bool {
+	eqU := func(a, b *uint64) bool { return b == nil || a != nil && *a == *b }
+	eqI := func(a, b *int64) bool { return b == nil || a != nil && *a == *b }
+	return eqU(cur.CPUShares, want.CPUShares) && eqI(cur.CPUQuota, want.CPUQuota) && eqU(cur.CPUPeriod, want.CPUPeriod) &&
+		eqI(cur.Memory, want.Memory) && len(want.Unified) == 0
 }

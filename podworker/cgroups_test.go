@@ -58,7 +58,19 @@ func TestPodCgroups(t *testing.T) {
 	if !tree.Exists("cpu" + m.PodName(other).Cgroupfs()) {
 		t.Errorf("no cgroup for %s", other.Name)
 	}
-	if err := e.workers.Delete(pod, nil); err != nil {
+
+	// An in-place resize of the containers resizes the pod's cgroup.
+	resized := pod.DeepCopy()
+	bigger := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("32Mi")}
+	resized.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: bigger, Limits: bigger}
+	if err := e.workers.Upsert(resized); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the pod cgroup resized", []types.UID{pod.UID}, func(podworker.PodState) bool {
+		v, err := tree.ReadFile(dir + "/memory.limit_in_bytes")
+		return err == nil && v == "67108864" // 16Mi + 16Mi + 32Mi
+	})
+	if err := e.workers.Delete(resized, nil); err != nil {
 		t.Fatal(err)
 	}
 	e.waitFor("pod removed", []types.UID{pod.UID}, removed)
@@ -103,6 +115,7 @@ type failingCgroups struct{}
 
 func (failingCgroups) EnsurePod(context.Context, *corev1.Pod) error { return errNoCgroup }
 func (failingCgroups) RemovePod(context.Context, *corev1.Pod) error { return nil }
+func (failingCgroups) UpdatePod(context.Context, *corev1.Pod) error { return nil }
 func (failingCgroups) PodCgroupConfig(context.Context, *corev1.Pod) (cgroups.ResourceConfig, error) {
 	return cgroups.ResourceConfig{}, errNoCgroup
 }

@@ -94,6 +94,9 @@ type PodCgroups interface {
 	RemoveOrphans(ctx context.Context, keep func(types.UID) bool, volumesExist func(types.UID) bool) ([]types.UID, error)
 	// PodCgroupConfig reads back what the pod's cgroup holds.
 	PodCgroupConfig(ctx context.Context, pod *corev1.Pod) (cgroups.ResourceConfig, error)
+	// UpdatePod writes the pod's CPU and memory values to its cgroup when
+	// they changed (an in-place resize of the pod or of its containers).
+	UpdatePod(ctx context.Context, pod *corev1.Pod) error
 }
 
 // WithPodCgroups gives each pod a cgroup of its own, as kubelet with
@@ -689,6 +692,14 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 			}
 		}
 		r := w.syncer.SyncPod(ctx, pod, status, secrets)
+		if w.o.cgroups != nil && r.Error() == nil {
+			// After the containers, as kubelet shrinks a pod's cgroup after
+			// them (growing it after them too only delays the new room
+			// until this write).
+			if err := w.o.cgroups.UpdatePod(ctx, pod); err != nil {
+				r.SyncError = errors.Join(r.SyncError, fmt.Errorf("failed to update the pod cgroup of %v: %w", pod.UID, err))
+			}
+		}
 		cancel()
 		w.reasons.Update(pod.UID, r)
 		st := PodState{Status: status, Result: r, APIStatus: w.apiStatus(p, pod, status, false)}
