@@ -371,6 +371,8 @@ type podsDisk struct {
 	rt       *runtime.Client
 	pods     []*corev1.Pod
 	capacity uint64
+	mu       sync.Mutex
+	last     uint64 // the use the previous statfs measured
 }
 
 func (d *podsDisk) used(ctx context.Context) (uint64, error) {
@@ -389,10 +391,20 @@ func (d *podsDisk) used(ctx context.Context) (uint64, error) {
 	return used, nil
 }
 
+// statfs reports the use measured at its previous call: CRISource reads
+// the pods' stats and the filesystem in separate calls, and containerd
+// may finish measuring the filler's layer between them; one pass late,
+// the pods' stats the ranking reads already hold what the filesystem
+// says (else the quiet pod, at 0 bytes like a filler not measured yet,
+// can be ranked first).
 func (d *podsDisk) statfs(string) (eviction.FsUsage, error) {
 	used, err := d.used(context.Background())
 	if err != nil {
 		return eviction.FsUsage{}, err
 	}
-	return eviction.FsUsage{CapacityBytes: d.capacity, AvailableBytes: d.capacity - min(used, d.capacity), Inodes: 1 << 20, InodesFree: 1 << 20}, nil
+	d.mu.Lock()
+	prev := d.last
+	d.last = used
+	d.mu.Unlock()
+	return eviction.FsUsage{CapacityBytes: d.capacity, AvailableBytes: d.capacity - min(prev, d.capacity), Inodes: 1 << 20, InodesFree: 1 << 20}, nil
 }
