@@ -770,7 +770,7 @@ func (b *bare) ListContainers(ctx context.Context, filter *runtimeapi.ContainerF
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []*runtimeapi.Container
-	for _, c := range r.containers {
+	for _, c := range r.sortedContainers() {
 		if f := filter; f != nil {
 			if f.Id != "" && f.Id != c.id || f.PodSandboxId != "" && f.PodSandboxId != c.sandboxID ||
 				f.State != nil && f.State.State != c.state || !labelsMatch(c.config.Labels, f.LabelSelector) {
@@ -783,12 +783,6 @@ func (b *bare) ListContainers(ctx context.Context, filter *runtimeapi.ContainerF
 			Labels: maps.Clone(c.config.Labels), Annotations: maps.Clone(c.config.Annotations),
 		})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAt != out[j].CreatedAt {
-			return out[i].CreatedAt < out[j].CreatedAt
-		}
-		return out[i].Id < out[j].Id
-	})
 	return out, nil
 }
 
@@ -989,10 +983,7 @@ func (b *bare) ContainerStats(ctx context.Context, id string) (*runtimeapi.Conta
 	if err != nil {
 		return nil, err
 	}
-	return &runtimeapi.ContainerStats{
-		Attributes: &runtimeapi.ContainerAttributes{Id: c.id, Metadata: clone(c.config.Metadata), Labels: maps.Clone(c.config.Labels), Annotations: maps.Clone(c.config.Annotations)},
-		Memory:     &runtimeapi.MemoryUsage{Timestamp: r.now(), UsageBytes: &runtimeapi.UInt64Value{Value: c.memory}},
-	}, nil
+	return r.statsOf(c), nil
 }
 
 // SetMemoryUsage sets the memory a container uses, as ContainerStats
