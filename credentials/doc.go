@@ -33,12 +33,21 @@
 // makes the host invalid, so those globs never match; an IPv6 host needs a
 // port to match.
 //
+// Lookup takes a repository, not an image reference: Repository turns
+// "nginx" into "docker.io/library/nginx" and
+// "registry:5000/a/b:tag@sha256:..." into "registry:5000/a/b", as
+// kubelet's image manager does before its lookup (ParseImageName is
+// kubelet's parsers.ParseImageName; a reference that does not parse is an
+// error matching ErrInvalidImageName).
+//
 // Pull secrets (MakeKeyring) of type kubernetes.io/dockerconfigjson and
 // kubernetes.io/dockercfg with their data key become one keyring that
 // comes before the node keyring; other secrets are skipped, and a
 // malformed one is an error naming the secret. A secret's stringData is
 // merged over its data first, as the API server does on write (stringData
 // wins), so a secret written as YAML works as it would once stored.
+// KeyringFromConfigJSON and KeyringFromDockercfg build the same keyring
+// from a secret's (or any config file's) bytes and a Source label.
 //
 // # Differences from kubelet
 //

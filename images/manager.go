@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/distribution/reference"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -181,20 +180,20 @@ func ApplyDefaultTag(image string) (string, error) {
 }
 
 // applyDefaultTag also returns the normalised repository name that
-// keyrings look up, from the same parse.
+// keyrings look up, from the same parse (credentials.ParseImageName,
+// kubelet's parsers.ParseImageName): the tag is appended textually, as
+// kubelet's applyDefaultImageTag does, so a short name stays short.
 func applyDefaultTag(image string) (tagged, repo string, err error) {
-	named, err := reference.ParseNormalizedNamed(image)
+	n, err := credentials.ParseImageName(image)
 	if err != nil {
 		// Kubelet's parsers.ParseImageName wording; errors.Is still sees
 		// the reference package's sentinel.
-		return "", "", fmt.Errorf("couldn't parse image name %q: %w", image, err)
+		return "", "", err
 	}
-	_, hasTag := named.(reference.Tagged)
-	_, hasDigest := named.(reference.Digested)
-	if !hasTag && !hasDigest {
-		return image + ":latest", named.Name(), nil
+	if n.Digest == "" && n.Tag != "" && !strings.HasSuffix(image, ":"+n.Tag) {
+		return image + ":" + n.Tag, n.Repository, nil
 	}
-	return image, named.Name(), nil
+	return image, n.Repository, nil
 }
 
 // EnsureImageExists makes sure the container's image is present as its
