@@ -92,6 +92,12 @@ const defaultRegistryKey = "index.docker.io"
 // and the Docker Hub fallback when nothing matched. Unlike kubelet, it
 // builds an index at Add so that Lookup does not parse every key. It is
 // safe for concurrent use; Lookup takes no lock.
+//
+// The zero value is an empty keyring, ready to use: Lookup finds nothing
+// and Add initialises it. It keeps kubelet's fields only (identitytoken
+// and registrytoken are dropped); a keyring that keeps them comes from
+// KeyringFromConfigJSON, KeyringFromDockercfg or SecretsKeyring with
+// WithTokens.
 type BasicKeyring struct {
 	mu      sync.Mutex // serialises Add
 	records map[string][]AuthConfig

@@ -87,3 +87,45 @@ func withNode(ring *BasicKeyring, node Keyring, err error) (Keyring, error) {
 	}
 	return Union{ring, node}, nil
 }
+
+// KeyringFromConfigJSON builds a keyring from the content of a
+// config.json (a kubernetes.io/dockerconfigjson secret's
+// ".dockerconfigjson" data, or a node's config.json), its entries
+// labelled with source, so that an operator holding a secret's bytes gets
+// the same matching kubelet applies to that secret. Look it up with the
+// image's Repository. A config without "auths" gives an empty keyring. An
+// error matches ErrMalformedConfig or ErrConfigTooLarge, names source,
+// and never quotes the content. WithTokens is the only option it reads.
+func KeyringFromConfigJSON(data []byte, source Source, opts ...Option) (*BasicKeyring, error) {
+	cf, err := ParseConfigJSON(data)
+	if err != nil {
+		return nil, sourceError(source, err)
+	}
+	return keyringFrom(cf.Auths, source, opts), nil
+}
+
+// KeyringFromDockercfg is KeyringFromConfigJSON for the legacy .dockercfg
+// content (a kubernetes.io/dockercfg secret's ".dockercfg" data): a map of
+// registry key to entry, with no "auths" object around it.
+func KeyringFromDockercfg(data []byte, source Source, opts ...Option) (*BasicKeyring, error) {
+	cfg, err := ParseDockercfg(data)
+	if err != nil {
+		return nil, sourceError(source, err)
+	}
+	return keyringFrom(cfg, source, opts), nil
+}
+
+func keyringFrom(cfg DockerConfig, source Source, opts []Option) *BasicKeyring {
+	cfg.setSource(source)
+	ring := &BasicKeyring{tokens: newOptions(opts).tokens}
+	ring.Add(cfg)
+	return ring
+}
+
+// sourceError names the source (never its content) before err.
+func sourceError(source Source, err error) error {
+	if source == (Source{}) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", source, err)
+}
