@@ -22,7 +22,9 @@ func TestKeyringFromBytesMatchesSecrets(t *testing.T) {
 		build  func(...Option) (*BasicKeyring, error)
 		secret corev1.Secret
 	}{
-		{name: "config.json", build: func(o ...Option) (*BasicKeyring, error) { return KeyringFromConfigJSON([]byte(`{"auths":`+cfg+`}`), src, o...) },
+		{name: "config.json", build: func(o ...Option) (*BasicKeyring, error) {
+			return KeyringFromConfigJSON([]byte(`{"auths":`+cfg+`}`), src, o...)
+		},
 			secret: corev1.Secret{ObjectMeta: meta, Type: corev1.SecretTypeDockerConfigJson, Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":` + cfg + `}`)}}},
 		{name: ".dockercfg", build: func(o ...Option) (*BasicKeyring, error) { return KeyringFromDockercfg([]byte(cfg), src, o...) },
 			secret: corev1.Secret{ObjectMeta: meta, Type: corev1.SecretTypeDockercfg, Data: map[string][]byte{corev1.DockerConfigKey: []byte(cfg)}}},
