@@ -176,7 +176,10 @@ type Syncer struct {
 	actuated *actuatedStore
 }
 
-// NewSyncer returns a Syncer over rt that pulls images with ims.
+// NewSyncer returns a Syncer over rt that pulls images with ims. A nil ims
+// is an images.Manager with kubelet's defaults over the image service
+// (rt, or WithImageService's), on the Syncer's clock and recorder, so one
+// WithClock reaches pulls, back-offs and durations alike.
 func NewSyncer(rt runtime.RuntimeService, ims ImageEnsurer, opts ...Option) *Syncer {
 	o := options{clock: clock.RealClock{}, handler: func(*corev1.Pod) string { return "" }, httpClient: lifecycleHTTPClient(),
 		backoffInit: DefaultBackOffInitial, backoffMax: DefaultBackOffMax}
@@ -206,6 +209,13 @@ func NewSyncer(rt runtime.RuntimeService, ims ImageEnsurer, opts ...Option) *Syn
 	if o.backoff == nil {
 		o.backoff = NewBackOff(o.clock, o.backoffInit, o.backoffMax)
 	}
+	if ims == nil {
+		if o.imageService == nil {
+			ims = missingImageService{}
+		} else {
+			ims = images.NewManager(o.imageService, images.WithClock(o.clock), images.WithRecorder(o.recorder))
+		}
+	}
 	if o.volumes == nil {
 		o.volumes = DefaultVolumes{RootDir: o.node.RootDir, Mounter: o.mounter, NodeAllocatable: o.node.Allocatable}
 	}
@@ -222,6 +232,20 @@ func NewSyncer(rt runtime.RuntimeService, ims ImageEnsurer, opts ...Option) *Syn
 	cache := NewStatusCache(rt)
 	cache.actuated, cache.clock = actuated, o.clock
 	return &Syncer{rt: rt, images: ims, o: o, cache: cache, actuated: actuated}
+}
+
+// Runtime returns the runtime the Syncer was made over.
+func (s *Syncer) Runtime() runtime.RuntimeService { return s.rt }
+
+// Clock returns the Syncer's clock (WithClock; default the real one).
+func (s *Syncer) Clock() clock.Clock { return s.o.clock }
+
+// missingImageService is the image ensurer of a Syncer with neither an
+// ImageEnsurer nor an image service: every pull fails, naming why.
+type missingImageService struct{}
+
+func (missingImageService) EnsureImageExists(context.Context, *corev1.Pod, *corev1.Container, []corev1.Secret, *runtimeapi.PodSandboxConfig) (string, string, error) {
+	return "", "", fmt.Errorf("%w: the runtime serves no images: give NewSyncer an ImageEnsurer or WithImageService", images.ErrImagePull)
 }
 
 // BackOff returns the Syncer's restart back-off.
