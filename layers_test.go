@@ -57,7 +57,10 @@ var rules = map[string]rule{
 	"apiobjects": {module: []string{"podsync", "images", "criconfig", "mounts", "validation"}, forbid: heavyDeps},
 	// nodestatus: the Node, its status setters and heartbeat, for node agents.
 	"nodestatus": {module: []string{"criconfig", "runtime", "internal/hostinfo"}, forbid: heavyDeps},
-	"podworker":  {module: []string{"podsync", "apistatus", "probes", "runtime", "validation", "cgroups", "containerlogs", "imagegc", "eviction"}, forbid: heavyDeps},
+	// podstep: one sync of one pod and its API status, for tests and
+	// tools; beside podworker, which does the same in loops.
+	"podstep":   {module: []string{"podsync", "apistatus", "defaults", "validation"}, forbid: heavyDeps},
+	"podworker": {module: []string{"podsync", "apistatus", "probes", "runtime", "validation", "cgroups", "containerlogs", "imagegc", "eviction"}, forbid: heavyDeps},
 	// The node around the pods (issue 24): cgroups is floor 3 (the tree,
 	// with values from criconfig); container logs, image GC and eviction
 	// are floor 6, each one node concern over runtime and podsync's views.
