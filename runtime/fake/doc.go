@@ -12,9 +12,56 @@
 // a registry with credentials set by WithRegistryAuth fails without them
 // with containerd's "401 Unauthorized" text, and every error is a gRPC
 // status classified by runtime.Classify. Containers move from created to
-// running to exited; WithStartFunc and ExitContainer decide when and how
-// they exit. A container's log path is its sandbox's log directory joined
-// with the config's.
+// running to exited; their command, WithStartFunc and ExitContainer decide
+// when and how they exit (see below). A container's log path is its
+// sandbox's log directory joined with the config's.
+//
+// # What a started container does
+//
+// A runtime built without WithStartFunc runs CommandStart: it reads the
+// command line the ContainerConfig carries, Command followed by Args (as a
+// runtime appends a pod's args to its command or an image's entrypoint),
+// and does what a few common commands do. The program is matched by its
+// base name (true, /bin/true), and the shells are sh, bash, ash and dash:
+//
+//	command line                        the container
+//	(no Command: the image's own)       keeps running
+//	true                                exits 0 at once
+//	false                               exits 1 at once
+//	sleep N...                          exits 0 after the sum of the N on the runtime's clock
+//	sleep infinity, sleep inf           keeps running
+//	sleep (no N, or one not a number,   exits 1 at once, as sleep's usage error
+//	  negative, NaN)
+//	sh -c "exit N"                      exits N mod 256 at once ("exit" alone: 0)
+//	sh -c "true" / "false" / "sleep N"  as the command itself; sh -c "" exits 0
+//	anything else                       keeps running until stopped, as before
+//
+// An N of sleep is a decimal number of seconds, maybe fractional or with
+// an exponent ("0.5", "1e2"), with an optional suffix s, m, h or d, as GNU
+// and busybox sleep read it; several are summed, as they sum them. A sleep
+// longer than a time.Duration (about 292 years, "1e300") keeps running. A
+// script is read only when it is one simple command of plain words: one
+// with quotes, expansions, redirections, lists, pipes, comments or several
+// lines ("exit $CODE", "sleep 5; exit 1", "trap 'exit 0' TERM; sleep
+// 3600 & wait") keeps running, as does "exit N" with an N that is not a
+// decimal number of at most 64 bits, sh without -c, and sh -ec or other
+// combined flags.
+//
+// An exit's Reason is containerd's: "Completed" for 0, "Error" otherwise;
+// its Message is empty. A sleep ends when the clock (WithClock) reaches
+// its end: with a clock that has AfterFunc (the real clock,
+// k8s.io/utils/clock/testing's FakeClock) a timer ends it and sends its
+// CONTAINER_STOPPED event; in any case the next call that reads containers
+// finds it exited, with its finish time at its end, so a test steps its
+// fake clock and sees the exit on its next call, without sleeping. A
+// container stopped, removed or killed with its sandbox before its end
+// leaves no timer behind.
+//
+// WithStartFunc replaces CommandStart and decides alone (nil keeps a
+// container running whatever its command); an Exit with After exits that
+// long after the start, as a sleep does. A StartFunc may script some
+// containers and return CommandStart(config) for the others. Seeded
+// containers stay in the state seeded, whatever their command.
 //
 // # Images
 //

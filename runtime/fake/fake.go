@@ -42,6 +42,7 @@ type Runtime struct {
 	answerers    []*answerer
 	onStart      StartFunc
 	onExec       ExecFunc
+	sleepers     map[string]*container // running containers whose StartFunc answer exits later
 
 	watchers         map[int]chan *runtimeapi.ContainerEventResponse
 	nextWatcher      int
@@ -73,6 +74,13 @@ type container struct {
 	exit      Exit
 	logPath   string // as containerd: the sandbox's log directory joined with the config's log path
 	memory    uint64 // memory in use, as ContainerStats reports it (SetMemoryUsage)
+
+	// A running container the StartFunc gave an Exit with After: it ends
+	// with exit at exitAt on the runtime's clock, woken by timer when the
+	// clock has AfterFunc and, in any case, by the next call that reads it.
+	pending *Exit
+	exitAt  time.Time
+	timer   clock.Timer
 }
 
 // Exit is how a container ended.
@@ -80,11 +88,18 @@ type Exit struct {
 	Code    int32
 	Reason  string // "Completed" or "Error" when empty, as containerd reports
 	Message string
+	// After, in a StartFunc's answer, is how long the container runs
+	// before it exits, on the runtime's clock (WithClock); zero or less
+	// exits at once. ExitContainer, ControlExitContainer and Seeded ignore
+	// it: they act now.
+	After time.Duration
 }
 
 // StartFunc decides what a container does when it starts: nil keeps it
-// running, an *Exit ends it at once with that status (an init container
-// that finishes, a crashing app).
+// running, an *Exit ends it with that status, at once or After a while
+// (an init container that finishes, a crashing app). A runtime without
+// one uses CommandStart, which reads the container's command; a StartFunc
+// that is set decides alone, and may call CommandStart itself.
 type StartFunc func(config *runtimeapi.ContainerConfig) *Exit
 
 // ExecFunc answers ExecSync; a non-zero exitCode becomes *runtime.ExitError.
@@ -144,7 +159,9 @@ func WithRegistryAuth(host, username, password string) Option {
 // WithImageSize sets the size reported for pulled and seeded images.
 func WithImageSize(bytes uint64) Option { return func(r *Runtime) { r.imageSize = bytes } }
 
-// WithStartFunc sets what containers do when started (default: keep running).
+// WithStartFunc sets what containers do when started (default:
+// CommandStart, what their command does; a command it does not know keeps
+// running).
 func WithStartFunc(f StartFunc) Option { return func(r *Runtime) { r.onStart = f } }
 
 // WithExecFunc sets how ExecSync answers (default: exit 0, no output).
@@ -164,6 +181,7 @@ func New(opts ...Option) *Runtime {
 		imageSize:  1 << 20,
 		sandboxes:  map[string]*sandbox{},
 		containers: map[string]*container{},
+		sleepers:   map[string]*container{},
 	}
 	for _, opt := range opts {
 		opt(r)
@@ -516,6 +534,7 @@ func (b *bare) StopPodSandbox(ctx context.Context, id string) error {
 }
 
 func (r *Runtime) stopSandbox(s *sandbox) {
+	r.settle()
 	s.state = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 	for _, c := range r.containers {
 		if c.sandboxID == s.id && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -542,6 +561,7 @@ func (b *bare) RemovePodSandbox(ctx context.Context, id string) error {
 	}
 	for cid, c := range r.containers {
 		if c.sandboxID == id {
+			r.forget(c)
 			delete(r.containers, cid)
 		}
 	}
@@ -655,6 +675,7 @@ func (b *bare) CreateContainer(ctx context.Context, sandboxID string, config *ru
 }
 
 func (r *Runtime) container(id string) (*container, error) {
+	r.settle()
 	c, ok := r.containers[id]
 	if !ok {
 		return nil, fail(codes.NotFound, "an error occurred when try to find container %q: not found", id)
@@ -685,8 +706,14 @@ func (b *bare) StartContainer(ctx context.Context, id string) error {
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 	c.startedAt = r.now()
 	r.emit(c, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT)
-	if r.onStart != nil {
-		if exit := r.onStart(clone(c.config)); exit != nil {
+	start := r.onStart
+	if start == nil {
+		start = CommandStart
+	}
+	if exit := start(clone(c.config)); exit != nil {
+		if exit.After > 0 {
+			r.exitLater(c, *exit)
+		} else {
 			r.exitContainer(c, *exit)
 		}
 	}
@@ -694,10 +721,80 @@ func (b *bare) StartContainer(ctx context.Context, id string) error {
 }
 
 func (r *Runtime) exitContainer(c *container, e Exit) {
+	r.forget(c)
 	c.state = runtimeapi.ContainerState_CONTAINER_EXITED
 	c.exitedAt = r.now()
+	e.After = 0
 	c.exit = withReason(e)
 	r.emit(c, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT)
+}
+
+// exitLater makes the running container c exit with e once e.After has
+// passed on the clock. With a clock that has AfterFunc (the real clock,
+// k8s.io/utils/clock/testing's FakeClock) a timer ends it and sends its
+// event; every call that reads containers ends it too once its time has
+// come (settle), so a test that steps a fake clock sees it exited on its
+// next call. Callers hold mu.
+func (r *Runtime) exitLater(c *container, e Exit) {
+	c.pending, c.exitAt = &e, r.clock.Now().Add(e.After)
+	r.sleepers[c.id] = c
+	if dc, ok := r.clock.(clock.WithDelayedExecution); ok {
+		// FakeClock runs the function while it holds its lock, which r.now
+		// takes under mu: take mu in a goroutine of its own.
+		c.timer = dc.AfterFunc(e.After, func() { go r.wake(c) })
+	}
+}
+
+// wake ends c, whose timer fired, unless it has ended or gone meanwhile.
+func (r *Runtime) wake(c *container) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sleepers[c.id] == c {
+		r.finish(c)
+	}
+}
+
+// settle ends the containers whose exit time has come. Callers hold mu.
+func (r *Runtime) settle() {
+	if len(r.sleepers) == 0 {
+		return
+	}
+	now := r.clock.Now()
+	var due []*container
+	for _, c := range r.sleepers {
+		if !now.Before(c.exitAt) {
+			due = append(due, c)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool { // events in the order of the exits
+		if !due[i].exitAt.Equal(due[j].exitAt) {
+			return due[i].exitAt.Before(due[j].exitAt)
+		}
+		return due[i].createdAt < due[j].createdAt
+	})
+	for _, c := range due {
+		r.finish(c)
+	}
+}
+
+// finish ends the sleeper c with its pending exit, finished at its exit
+// time. Callers hold mu.
+func (r *Runtime) finish(c *container) {
+	e, at := *c.pending, c.exitAt.UnixNano()
+	r.exitContainer(c, e)
+	if at > c.startedAt {
+		c.exitedAt = at
+	}
+}
+
+// forget drops c's pending exit and stops its timer, so that a fake clock
+// has no waiter left for it. Callers hold mu.
+func (r *Runtime) forget(c *container) {
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.pending, c.timer = nil, nil
+	delete(r.sleepers, c.id)
 }
 
 // withReason gives an exit without a reason containerd's: "Completed" for
@@ -751,6 +848,7 @@ func (b *bare) RemoveContainer(ctx context.Context, id string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c, ok := r.containers[id]; ok {
+		r.forget(c)
 		delete(r.containers, id)
 		r.emit(c, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT)
 	}

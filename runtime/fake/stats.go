@@ -165,6 +165,7 @@ func (r *Runtime) statsOf(c *container) *runtimeapi.ContainerStats {
 
 // sortedContainers is r's containers by creation, then ID. r.mu is held.
 func (r *Runtime) sortedContainers() []*container {
+	r.settle()
 	out := make([]*container, 0, len(r.containers))
 	for _, c := range r.containers {
 		out = append(out, c)
