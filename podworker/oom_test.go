@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/podstart/podstart/images"
@@ -35,7 +36,9 @@ func TestLateOOMKilledReachesAPIStatus(t *testing.T) {
 	syncer := podsync.NewSyncer(f, ims, podsync.WithClock(testingclock.NewFakeClock(time.Unix(1_000_000, 0))),
 		podsync.WithRootDir(root), podsync.WithPodLogsDir(filepath.Join(root, "logs")))
 	e := &env{t: t, fake: f, syncer: syncer, root: root, states: map[types.UID]podworker.PodState{}, changed: make(chan struct{}, 1)}
-	e.workers = podworker.New(syncer, f, podworker.WithRelistPeriod(20*time.Millisecond), podworker.WithContainerEvents(false),
+	// The loops run on real time (the relist must tick), apart from the
+	// Syncer's clock, which they would otherwise share.
+	e.workers = podworker.New(syncer, f, podworker.WithClock(clock.RealClock{}), podworker.WithRelistPeriod(20*time.Millisecond), podworker.WithContainerEvents(false),
 		podworker.WithOnSync(func(uid types.UID, st podworker.PodState) {
 			e.mu.Lock()
 			e.states[uid] = st

@@ -74,7 +74,7 @@ type options struct {
 	gcPeriod     time.Duration
 	gcPolicy     podsync.GCPolicy
 	secrets      func(context.Context, *corev1.Pod) ([]corev1.Secret, error)
-	onSync       func(types.UID, PodState)
+	onSync       []func(types.UID, PodState)
 	logger       logr.Logger
 	syncDeadline time.Duration
 	probes       *probes.Manager
@@ -126,6 +126,8 @@ func WithRuntimeName(name string) Option { return func(o *options) { o.runtimeNa
 func WithHostIPs(ips ...string) Option { return func(o *options) { o.hostIPs = ips } }
 
 // WithClock sets the clock for timers and periods (tests use a fake one).
+// Default: the syncer's (podsync.WithClock) when it has tickers (a
+// k8s.io/utils/clock/testing FakeClock does), else the real one.
 func WithClock(c clock.WithTicker) Option { return func(o *options) { o.clock = c } }
 
 // WithRelistPeriod sets how often the node is relisted (0: never; only
@@ -168,10 +170,14 @@ func WithPullSecrets(f func(context.Context, *corev1.Pod) ([]corev1.Secret, erro
 	return func(o *options) { o.secrets = f }
 }
 
-// WithOnSync is called after each sync of a pod, and once more when a
-// deleted pod is gone (PodState.Removed), from the pod's goroutine: it
-// must not block for long, nor call back into the Workers for that pod.
-func WithOnSync(f func(types.UID, PodState)) Option { return func(o *options) { o.onSync = f } }
+// WithOnSync adds f to the listeners called after each sync of a pod, and
+// once more when a deleted pod is gone (PodState.Removed), from the pod's
+// goroutine, in the order they were added (these first, then OnSync's):
+// a listener must not block for long, nor call back into the Workers for
+// that pod.
+func WithOnSync(f func(types.UID, PodState)) Option {
+	return func(o *options) { o.onSync = append(o.onSync, f) }
+}
 
 // WithLogger sets the logger (default: discard).
 func WithLogger(l logr.Logger) Option { return func(o *options) { o.logger = l } }
@@ -197,6 +203,10 @@ type Workers struct {
 	gen          uint64 // orders relist starts and sync ends
 	reasons      *apistatus.Reasons
 	started      time.Time // kubelet's prober manager start: containers older keep their readiness
+
+	listenMu    sync.Mutex
+	listeners   []listener // OnSync's; replaced, never changed in place
+	listenerSeq uint64
 }
 
 type worker struct {
@@ -221,6 +231,9 @@ func New(syncer *podsync.Syncer, rt runtime.RuntimeService, opts ...Option) *Wor
 	o := options{clock: clock.RealClock{}, relist: DefaultRelistPeriod, resync: DefaultResyncPeriod,
 		errorRetry: DefaultErrorRetry, gcPeriod: DefaultGCPeriod, gcPolicy: podsync.DefaultGCPolicy,
 		logger: logr.Discard(), syncDeadline: 4 * time.Minute, jitter: Jitter}
+	if c, ok := syncer.Clock().(clock.WithTicker); ok {
+		o.clock = c // one clock for the syncer and its loops
+	}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -780,8 +793,45 @@ func (w *Workers) record(p *worker, st PodState) {
 	}
 	p.state = st
 	w.mu.Unlock()
-	if w.o.onSync != nil {
-		w.o.onSync(p.uid, st)
+	w.notify(p.uid, st)
+}
+
+// OnSync adds a listener as WithOnSync does, after construction: it hears
+// the syncs that end after the call. remove takes it away (a sync under
+// way may still call it once).
+func (w *Workers) OnSync(f func(types.UID, PodState)) (remove func()) {
+	w.listenMu.Lock()
+	defer w.listenMu.Unlock()
+	w.listenerSeq++
+	id := w.listenerSeq
+	w.listeners = append(w.listeners, listener{id: id, f: f})
+	return func() {
+		w.listenMu.Lock()
+		defer w.listenMu.Unlock()
+		for i, l := range w.listeners {
+			if l.id == id {
+				w.listeners = append(w.listeners[:i:i], w.listeners[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
+type listener struct {
+	id uint64
+	f  func(types.UID, PodState)
+}
+
+// notify calls the listeners, outside every lock of the Workers.
+func (w *Workers) notify(uid types.UID, st PodState) {
+	for _, f := range w.o.onSync {
+		f(uid, st)
+	}
+	w.listenMu.Lock()
+	ls := w.listeners
+	w.listenMu.Unlock()
+	for _, l := range ls {
+		l.f(uid, st)
 	}
 }
 
@@ -798,7 +848,5 @@ func (w *Workers) remove(p *worker, status *podsync.PodStatus, r podsync.Result,
 		delete(w.pods, p.uid)
 	}
 	w.mu.Unlock()
-	if w.o.onSync != nil {
-		w.o.onSync(p.uid, st)
-	}
+	w.notify(p.uid, st)
 }

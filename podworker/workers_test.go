@@ -442,3 +442,37 @@ func TestCrashLoopRetryIsJittered(t *testing.T) {
 		t.Fatalf("restarted at %v, before the retry at %v", created, st.NextSync)
 	}
 }
+
+// Listeners given at construction and added later all hear a sync, in
+// order; a removed one no longer does.
+func TestOnSyncListeners(t *testing.T) {
+	var mu sync.Mutex
+	heard := map[types.UID]string{}
+	listen := func(name string) func(types.UID, podworker.PodState) {
+		return func(uid types.UID, st podworker.PodState) {
+			mu.Lock()
+			heard[uid] += name
+			mu.Unlock()
+		}
+	}
+	e := newEnv(t, nil, podworker.WithOnSync(listen("a")), podworker.WithOnSync(listen("b")))
+	remove := e.workers.OnSync(listen("c"))
+	first, second := testPod("first"), testPod("second")
+	if err := e.workers.Upsert(first); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("first pod synced", []types.UID{first.UID}, func(st podworker.PodState) bool { return !st.Synced.IsZero() })
+	remove()
+	if err := e.workers.Upsert(second); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("second pod synced", []types.UID{second.UID}, func(st podworker.PodState) bool { return !st.Synced.IsZero() })
+	mu.Lock()
+	defer mu.Unlock()
+	if got := heard[first.UID]; !strings.HasPrefix(got, "abc") {
+		t.Errorf("first pod's syncs heard as %q, want a, b, c in order", got)
+	}
+	if got := heard[second.UID]; !strings.HasPrefix(got, "ab") || strings.Contains(got, "c") {
+		t.Errorf("second pod's syncs heard as %q, want a and b only", got)
+	}
+}
