@@ -209,7 +209,7 @@ func TestHostCgroups(t *testing.T) {
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	for _, d := range m.dirs(m.PodName(g)) {
+	for _, d := range mustDirs(t, m, m.PodName(g)) {
 		if strings.HasPrefix(d, "systemd/") {
 			continue
 		}

@@ -84,6 +84,7 @@ type options struct {
 	kill         func(pid int) error
 	allocatable  *NodeAllocatable
 	active       func() []*corev1.Pod
+	systemd      Systemd
 }
 
 // Option configures a Manager.
@@ -117,6 +118,13 @@ func WithActivePods(active func() []*corev1.Pod) Option {
 	return func(o *options) { o.active = active }
 }
 
+// WithSystemd is the connection to systemd the systemd cgroup driver
+// needs (NewSystemdDBus): each cgroup is then a slice unit systemd
+// starts, whose resources are set through systemd before the Manager
+// writes its files, as kubelet's libcontainer manager does. It is not
+// used under the cgroupfs driver.
+func WithSystemd(s Systemd) Option { return func(o *options) { o.systemd = s } }
+
 // Manager makes, limits and removes the kubepods cgroup, the QoS tiers and
 // the pods' cgroups on one node, through a Tree.
 type Manager struct {
@@ -125,6 +133,11 @@ type Manager struct {
 	opts options
 	root Name
 	qos  QOSNames
+	// sd is the systemd connection under the systemd driver, else nil.
+	sd Systemd
+	// sdVersion caches systemd's version once read (0: not yet).
+	sdMu      sync.Mutex
+	sdVersion int
 	// mu serialises updates of the tiers (kubelet's QoS manager lock).
 	mu sync.Mutex
 }
@@ -136,14 +149,11 @@ var requiredV1 = []string{"cpu", "cpuacct", "cpuset", "memory", "pids"}
 // NewManager returns a Manager of tree for the node's cgroup settings
 // (node.CgroupDriver, CgroupRoot, CgroupsPerQOS, HugePageSizes, CgroupV2
 // is taken from tree, MemoryQoS, MemoryReservationPolicy,
-// MemoryThrottlingFactor, PageSize). The systemd driver is refused
-// (ErrUnsupportedDriver); a missing controller too
-// (ErrMissingController). With CgroupsPerQOS false every method does
-// nothing, as kubelet's no-op managers.
+// MemoryThrottlingFactor, PageSize). The systemd driver needs WithSystemd
+// (ErrUnsupportedDriver without it, and for any other driver); a missing
+// controller is refused (ErrMissingController). With CgroupsPerQOS false
+// every method does nothing, as kubelet's no-op managers.
 func NewManager(tree Tree, node criconfig.Node, opts ...Option) (*Manager, error) {
-	if node.CgroupDriver != "" && node.CgroupDriver != DriverCgroupfs {
-		return nil, fmt.Errorf("%w: %q (only %q)", ErrUnsupportedDriver, node.CgroupDriver, DriverCgroupfs)
-	}
 	if tree.FS == nil {
 		return nil, errors.New("cgroups: NewManager: no FS")
 	}
@@ -151,6 +161,16 @@ func NewManager(tree Tree, node criconfig.Node, opts ...Option) (*Manager, error
 	m.node.CgroupV2 = tree.V2
 	for _, o := range opts {
 		o(&m.opts)
+	}
+	switch node.CgroupDriver {
+	case "", DriverCgroupfs:
+	case DriverSystemd:
+		if m.opts.systemd == nil {
+			return nil, fmt.Errorf("%w: %q needs a connection to systemd (WithSystemd, e.g. NewSystemdDBus)", ErrUnsupportedDriver, node.CgroupDriver)
+		}
+		m.sd = m.opts.systemd
+	default:
+		return nil, fmt.Errorf("%w: %q (only %q or %q)", ErrUnsupportedDriver, node.CgroupDriver, DriverCgroupfs, DriverSystemd)
 	}
 	if m.opts.period == 0 {
 		m.opts.period = DefaultCPUPeriod
@@ -160,6 +180,11 @@ func NewManager(tree Tree, node criconfig.Node, opts ...Option) (*Manager, error
 	}
 	m.root = Root(node.CgroupRoot, m.perQOS())
 	m.qos = QOS(m.root)
+	if m.sd != nil {
+		if _, err := m.root.Systemd(); err != nil {
+			return nil, fmt.Errorf("cgroups: cgroup root %q under the systemd driver: %w", node.CgroupRoot, err)
+		}
+	}
 	if !m.perQOS() {
 		return m, nil
 	}
@@ -230,23 +255,51 @@ func (m *Manager) tiered() bool {
 	return m.memoryQoS() && m.node.MemoryReservationPolicy == criconfig.MemoryReservationTiered
 }
 
+// rel is the path of the cgroup n in a hierarchy under the node's
+// driver (its cgroupfs or systemd form), without the leading "/".
+func (m *Manager) rel(n Name) (string, error) {
+	p := n.Cgroupfs()
+	if m.sd != nil {
+		var err error
+		if p, err = n.Systemd(); err != nil {
+			return "", err
+		}
+	}
+	return strings.TrimPrefix(p, "/"), nil
+}
+
+// display is the cgroup n's path under the node's driver, for messages.
+func (m *Manager) display(n Name) string {
+	p, err := m.rel(n)
+	if err != nil {
+		return n.Cgroupfs()
+	}
+	return "/" + p
+}
+
 // dirs returns the directories of n in the FS: one per hierarchy on v1.
-func (m *Manager) dirs(n Name) []string {
-	p := strings.TrimPrefix(n.Cgroupfs(), "/")
+func (m *Manager) dirs(n Name) ([]string, error) {
+	p, err := m.rel(n)
+	if err != nil {
+		return nil, err
+	}
 	if m.tree.V2 {
-		return []string{p}
+		return []string{p}, nil
 	}
 	out := make([]string, len(m.tree.Hierarchies))
 	for i, h := range m.tree.Hierarchies {
 		out[i] = path.Join(h, p)
 	}
-	return out
+	return out, nil
 }
 
 // Exists reports whether the cgroup n exists (in every required
 // hierarchy on cgroup v1).
 func (m *Manager) Exists(n Name) (bool, error) {
-	p := strings.TrimPrefix(n.Cgroupfs(), "/")
+	p, err := m.rel(n)
+	if err != nil {
+		return false, err
+	}
 	var dirs []string
 	if m.tree.V2 {
 		dirs = []string{p}
@@ -267,12 +320,19 @@ func (m *Manager) Exists(n Name) (bool, error) {
 	return true, nil
 }
 
-// create makes the cgroup n (and its missing ancestors), then writes rc.
-func (m *Manager) create(n Name, rc ResourceConfig) error {
+// create makes the cgroup n (and its missing ancestors), then writes rc:
+// kubelet's Create (libcontainer's Apply(-1) then Set). Under the systemd
+// driver, systemd starts n's slice first.
+func (m *Manager) create(ctx context.Context, n Name, rc ResourceConfig) error {
+	if m.sd != nil {
+		if err := m.startUnit(ctx, n); err != nil {
+			return err
+		}
+	}
 	if err := m.mkdirAll(n); err != nil {
 		return err
 	}
-	return m.apply(n, rc)
+	return m.apply(ctx, n, rc)
 }
 
 func (m *Manager) mkdirAll(n Name) error {
@@ -281,7 +341,10 @@ func (m *Manager) mkdirAll(n Name) error {
 		// As libcontainer's fs2: each ancestor, the mount's root
 		// included, enables its controllers for its children.
 		for i := 0; i <= len(n); i++ {
-			dir := strings.TrimPrefix(Name(n[:i]).Cgroupfs(), "/")
+			dir, err := m.rel(Name(n[:i]))
+			if err != nil {
+				return err
+			}
 			if i > 0 {
 				if err := f.Mkdir(dir); err != nil {
 					return fmt.Errorf("cgroups: mkdir %s: %w", dir, err)
@@ -307,8 +370,15 @@ func (m *Manager) mkdirAll(n Name) error {
 	}
 	cpuset, _ := m.tree.hierarchy("cpuset")
 	for _, h := range m.tree.Hierarchies {
+		if m.sd != nil && h == "systemd" {
+			continue // name=systemd: systemd's own, as libcontainer leaves it
+		}
 		for i := 1; i <= len(n); i++ {
-			dir := path.Join(h, Name(n[:i]).Cgroupfs())
+			p, err := m.rel(Name(n[:i]))
+			if err != nil {
+				return err
+			}
+			dir := path.Join(h, p)
 			if err := f.Mkdir(dir); err != nil {
 				return fmt.Errorf("cgroups: mkdir %s: %w", dir, err)
 			}
@@ -345,9 +415,19 @@ func copyIfEmpty(f FS, file, from string) error {
 }
 
 // apply writes rc to the cgroup n as libcontainer's Set does, in the
-// files of cgroup v1 or v2.
-func (m *Manager) apply(n Name, rc ResourceConfig) error {
-	p := strings.TrimPrefix(n.Cgroupfs(), "/")
+// files of cgroup v1 or v2; under the systemd driver, after setting its
+// unit's properties (SystemdResourceProperties, whose rounded CPU quota
+// is the one written).
+func (m *Manager) apply(ctx context.Context, n Name, rc ResourceConfig) error {
+	p, err := m.rel(n)
+	if err != nil {
+		return err
+	}
+	if m.sd != nil {
+		if rc, err = m.setUnit(ctx, n, rc); err != nil {
+			return err
+		}
+	}
 	var w writer
 	w.f = m.tree.FS
 	dir := func(controller string) (string, bool) {
@@ -507,9 +587,13 @@ func (m *Manager) EnsureQoS(ctx context.Context) error {
 	}
 	log := logr.FromContextOrDiscard(ctx)
 	parent := m.root[:len(m.root)-1]
-	for _, d := range m.dirs(parent) {
+	parentDirs, err := m.dirs(parent)
+	if err != nil {
+		return err
+	}
+	for _, d := range parentDirs {
 		if _, err := m.tree.FS.Subdirs(d); err != nil {
-			return fmt.Errorf("cgroups: cgroup root %s: %w", parent.Cgroupfs(), err)
+			return fmt.Errorf("cgroups: cgroup root %s: %w", m.display(parent), err)
 		}
 	}
 	alloc := NodeAllocatableConfig(m.opts.allocatable.Values())
@@ -518,18 +602,18 @@ func (m *Manager) EnsureQoS(ctx context.Context) error {
 		return err
 	}
 	if !ok {
-		if err := m.create(m.root, alloc); err != nil {
-			return fmt.Errorf("cgroups: create %s: %w", m.root.Cgroupfs(), err)
+		if err := m.create(ctx, m.root, alloc); err != nil {
+			return fmt.Errorf("cgroups: create %s: %w", m.display(m.root), err)
 		}
 	}
 	rootCfg := alloc
 	if m.tree.V2 && !m.memoryQoS() {
 		rootCfg.Unified = map[string]string{memoryMin: "0", memoryLow: "0"}
 	}
-	if err := m.apply(m.root, rootCfg); err != nil {
-		return fmt.Errorf("cgroups: enforce node allocatable on %s: %w", m.root.Cgroupfs(), err)
+	if err := m.apply(ctx, m.root, rootCfg); err != nil {
+		return fmt.Errorf("cgroups: enforce node allocatable on %s: %w", m.display(m.root), err)
 	}
-	log.V(4).Info("Enforced node allocatable", "cgroup", m.root.Cgroupfs())
+	log.V(4).Info("Enforced node allocatable", "cgroup", m.display(m.root))
 	unbounded := m.unboundedHugePages()
 	for _, tier := range []corev1.PodQOSClass{corev1.PodQOSBurstable, corev1.PodQOSBestEffort} {
 		rc := ResourceConfig{HugePageLimit: unbounded}
@@ -540,13 +624,27 @@ func (m *Manager) EnsureQoS(ctx context.Context) error {
 		if m.tree.V2 && !m.tiered() && tier == corev1.PodQOSBurstable {
 			rc.Unified = map[string]string{memoryLow: "0"}
 		}
-		if err := m.create(m.qos.For(tier), rc); err != nil {
+		if m.sd != nil {
+			// kubelet's Create when missing, else Update (under
+			// cgroupfs, making an existing cgroup changes nothing).
+			ok, err := m.Exists(m.qos.For(tier))
+			if err != nil {
+				return err
+			}
+			if ok {
+				if err := m.apply(ctx, m.qos.For(tier), rc); err != nil {
+					return fmt.Errorf("cgroups: failed to update top level %v QOS cgroup: %w", tier, err)
+				}
+				continue
+			}
+		}
+		if err := m.create(ctx, m.qos.For(tier), rc); err != nil {
 			return fmt.Errorf("cgroups: top level %v QOS cgroup: %w", tier, err)
 		}
 	}
 	if m.tree.V2 && !m.tiered() {
-		if err := m.apply(m.root, ResourceConfig{Unified: map[string]string{memoryMin: "0", memoryLow: "0"}}); err != nil {
-			return fmt.Errorf("cgroups: reset memory protection on %s: %w", m.root.Cgroupfs(), err)
+		if err := m.apply(ctx, m.root, ResourceConfig{Unified: map[string]string{memoryMin: "0", memoryLow: "0"}}); err != nil {
+			return fmt.Errorf("cgroups: reset memory protection on %s: %w", m.display(m.root), err)
 		}
 	}
 	return nil
@@ -586,8 +684,8 @@ func (m *Manager) UpdateQoS(ctx context.Context, active []*corev1.Pod) error {
 		cfg[corev1.PodQOSBurstable].Unified = map[string]string{memoryLow: strconv.FormatInt(b, 10)}
 	}
 	for _, tier := range []corev1.PodQOSClass{corev1.PodQOSGuaranteed, corev1.PodQOSBurstable, corev1.PodQOSBestEffort} {
-		if err := m.apply(m.qos.For(tier), *cfg[tier]); err != nil {
-			return fmt.Errorf("cgroups: update QoS cgroup %s: %w", m.qos.For(tier).Cgroupfs(), err)
+		if err := m.apply(ctx, m.qos.For(tier), *cfg[tier]); err != nil {
+			return fmt.Errorf("cgroups: update QoS cgroup %s: %w", m.display(m.qos.For(tier)), err)
 		}
 	}
 	logr.FromContextOrDiscard(ctx).V(4).Info("Updated QoS cgroup configuration")
@@ -611,8 +709,8 @@ func (m *Manager) EnsurePod(ctx context.Context, pod *corev1.Pod) error {
 			return err
 		}
 	}
-	if err := m.create(n, m.PodResourceConfig(pod)); err != nil {
-		return fmt.Errorf("cgroups: failed to create container for %s: %w", n.Cgroupfs(), err)
+	if err := m.create(ctx, n, m.PodResourceConfig(pod)); err != nil {
+		return fmt.Errorf("cgroups: failed to create container for %s: %w", m.display(n), err)
 	}
 	return nil
 }
@@ -627,11 +725,18 @@ func (m *Manager) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
 	}
 	rc := m.PodResourceConfig(pod)
 	upd := ResourceConfig{CPUShares: rc.CPUShares, CPUQuota: rc.CPUQuota, CPUPeriod: rc.CPUPeriod, Memory: rc.Memory, Unified: rc.Unified}
-	if cur, err := m.CgroupConfig(ctx, m.PodName(pod)); err == nil && sameValues(cur, upd) {
+	want := upd
+	if m.sd != nil {
+		// The quota as written under systemd: rounded up.
+		if _, w, err := SystemdResourceProperties(upd, m.tree.V2, -1); err == nil {
+			want = w
+		}
+	}
+	if cur, err := m.CgroupConfig(ctx, m.PodName(pod)); err == nil && sameValues(cur, want) {
 		return nil // as kubelet, which compares before it writes
 	}
-	if err := m.apply(m.PodName(pod), upd); err != nil {
-		return fmt.Errorf("cgroups: resize %s: %w", m.PodName(pod).Cgroupfs(), err)
+	if err := m.apply(ctx, m.PodName(pod), upd); err != nil {
+		return fmt.Errorf("cgroups: resize %s: %w", m.display(m.PodName(pod)), err)
 	}
 	return nil
 }
@@ -670,7 +775,11 @@ func (m *Manager) Pids(n Name) ([]int, error) {
 		}
 		return nil
 	}
-	for _, d := range m.dirs(n) {
+	dirs, err := m.dirs(n)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range dirs {
 		if err := walk(d); err != nil {
 			return nil, fmt.Errorf("cgroups: %w", err)
 		}
@@ -699,7 +808,7 @@ func (m *Manager) Destroy(ctx context.Context, n Name) error {
 				if killed[pid] {
 					continue
 				}
-				log.V(3).Info("Attempting to kill process from cgroup", "pid", pid, "cgroupName", n.Cgroupfs())
+				log.V(3).Info("Attempting to kill process from cgroup", "pid", pid, "cgroupName", m.display(n))
 				if err := m.opts.kill(pid); err != nil {
 					errs = append(errs, err)
 				} else {
@@ -711,20 +820,26 @@ func (m *Manager) Destroy(ctx context.Context, n Name) error {
 			}
 		}
 		if len(errs) > 0 {
-			return fmt.Errorf("%w %s: %w", ErrKillFailed, n.Cgroupfs(), errors.Join(errs...))
+			return fmt.Errorf("%w %s: %w", ErrKillFailed, m.display(n), errors.Join(errs...))
 		}
+	}
+	var stopErr error
+	if m.sd != nil {
+		// libcontainer's Destroy: systemd stops the slice, then what is
+		// left of it is removed (also when the stop failed).
+		stopErr = m.stopUnit(ctx, n)
 	}
 	delay := 10 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		err := m.removeAll(n)
 		if err == nil || !errors.Is(err, ErrBusy) || attempt == 4 {
-			return err
+			return errors.Join(stopErr, err)
 		}
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("%w (%w)", err, ctx.Err())
+			return errors.Join(stopErr, fmt.Errorf("%w (%w)", err, ctx.Err()))
 		case <-t.C:
 		}
 		delay *= 2
@@ -747,13 +862,17 @@ func (m *Manager) removeAll(n Name) error {
 			}
 		}
 		if err := m.tree.FS.Rmdir(dir); err != nil {
-			return fmt.Errorf("cgroups: unable to destroy cgroup paths for cgroup %s: %w", n.Cgroupfs(), err)
+			return fmt.Errorf("cgroups: unable to destroy cgroup paths for cgroup %s: %w", m.display(n), err)
 		}
 		return nil
 	}
-	dirs := m.dirs(n)
+	dirs, err := m.dirs(n)
+	if err != nil {
+		return err
+	}
 	if !m.tree.V2 && m.tree.Unified != "" {
-		dirs = append(dirs, path.Join(m.tree.Unified, strings.TrimPrefix(n.Cgroupfs(), "/")))
+		p, _ := m.rel(n)
+		dirs = append(dirs, path.Join(m.tree.Unified, p))
 	}
 	for _, d := range dirs {
 		if err := rm(d); err != nil {
@@ -767,7 +886,7 @@ func (m *Manager) removeAll(n Name) error {
 // (kubelet's, for an orphaned pod whose volumes are still mounted).
 func (m *Manager) ReduceCPULimits(ctx context.Context, n Name) error {
 	s := uint64(MinShares)
-	return m.apply(n, ResourceConfig{CPUShares: &s})
+	return m.apply(ctx, n, ResourceConfig{CPUShares: &s})
 }
 
 // PodCgroups is kubelet's GetAllPodsFromCgroups: the pod cgroups found
@@ -778,7 +897,11 @@ func (m *Manager) PodCgroups(ctx context.Context) (map[types.UID]Name, error) {
 		return found, nil
 	}
 	for _, tier := range []Name{m.qos.BestEffort, m.qos.Burstable, m.qos.Guaranteed} {
-		for _, d := range m.dirs(tier) {
+		dirs, err := m.dirs(tier)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range dirs {
 			subs, err := m.tree.FS.Subdirs(d)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
@@ -787,15 +910,22 @@ func (m *Manager) PodCgroups(ctx context.Context) (map[types.UID]Name, error) {
 				return nil, fmt.Errorf("cgroups: failed to read the cgroup directory %s: %w", d, err)
 			}
 			for _, s := range subs {
-				if !strings.Contains(s, podPrefix) {
+				// kubelet's internal name of the child; under systemd
+				// parsed back from its slice name.
+				name := append(slices.Clone(tier), s)
+				if m.sd != nil {
+					name = ParseSystemd(s)
+				}
+				base := name[len(name)-1]
+				if !strings.Contains(base, podPrefix) {
 					continue
 				}
-				parts := strings.Split(s, podPrefix)
+				parts := strings.Split(base, podPrefix)
 				if len(parts) != 2 {
-					logr.FromContextOrDiscard(ctx).Info("Pod cgroup manager ignored unexpected cgroup because it is not a pod", "path", path.Join(tier.Cgroupfs(), s))
+					logr.FromContextOrDiscard(ctx).Info("Pod cgroup manager ignored unexpected cgroup because it is not a pod", "path", path.Join(m.display(tier), s))
 					continue
 				}
-				found[types.UID(parts[1])] = append(slices.Clone(tier), s)
+				found[types.UID(parts[1])] = name
 			}
 		}
 	}

@@ -479,7 +479,7 @@ func TestCgroupRoot(t *testing.T) {
 		t.Run(l.String(), func(t *testing.T) {
 			t.Parallel()
 			m, mfs := newTestManager(t, l, criconfig.Node{CgroupRoot: "/custom"})
-			for _, h := range m.dirs(Name{"custom"}) {
+			for _, h := range mustDirs(t, m, Name{"custom"}) {
 				if err := mfs.Mkdir(h); err != nil {
 					t.Fatal(err)
 				}

@@ -20,20 +20,27 @@ func CPUSharesFromWeight(weight uint64) uint64 {
 	return ((weight-1)*262142)/9999 + 2
 }
 
-// file returns the path of a controller's file of the cgroup n.
-func (m *Manager) file(controller string, n Name, name string) string {
-	p := strings.TrimPrefix(n.Cgroupfs(), "/")
+// read reads a controller's file of the cgroup n.
+func (m *Manager) read(controller string, n Name, name string) (string, error) {
+	p, err := m.rel(n)
+	if err != nil {
+		return "", err
+	}
 	if !m.tree.V2 {
 		h, _ := m.tree.hierarchy(controller)
 		p = path.Join(h, p)
 	}
-	return path.Join(p, name)
+	s, err := m.tree.FS.ReadFile(path.Join(p, name))
+	if err != nil {
+		return "", fmt.Errorf("cgroups: %w", err)
+	}
+	return s, nil
 }
 
 func (m *Manager) readUint(controller string, n Name, name string) (uint64, error) {
-	s, err := m.tree.FS.ReadFile(m.file(controller, n, name))
+	s, err := m.read(controller, n, name)
 	if err != nil {
-		return 0, fmt.Errorf("cgroups: %w", err)
+		return 0, err
 	}
 	s = strings.TrimSpace(s)
 	if s == "max" {
@@ -41,7 +48,7 @@ func (m *Manager) readUint(controller string, n Name, name string) (uint64, erro
 	}
 	v, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("cgroups: %s of %s: %w", name, n.Cgroupfs(), err)
+		return 0, fmt.Errorf("cgroups: %s of %s: %w", name, m.display(n), err)
 	}
 	return v, nil
 }
@@ -59,23 +66,23 @@ func (m *Manager) PodCgroupConfig(ctx context.Context, pod *corev1.Pod) (Resourc
 func (m *Manager) CgroupConfig(ctx context.Context, n Name) (ResourceConfig, error) {
 	var rc ResourceConfig
 	if m.tree.V2 {
-		s, err := m.tree.FS.ReadFile(m.file("cpu", n, "cpu.max"))
+		s, err := m.read("cpu", n, "cpu.max")
 		if err != nil {
-			return rc, fmt.Errorf("cgroups: %w", err)
+			return rc, err
 		}
 		f := strings.Fields(s)
 		if len(f) != 2 {
-			return rc, fmt.Errorf("cgroups: cpu.max of %s: %q", n.Cgroupfs(), s)
+			return rc, fmt.Errorf("cgroups: cpu.max of %s: %q", m.display(n), s)
 		}
 		quota := int64(-1)
 		if f[0] != "max" {
 			if quota, err = strconv.ParseInt(f[0], 10, 64); err != nil {
-				return rc, fmt.Errorf("cgroups: cpu.max of %s: %w", n.Cgroupfs(), err)
+				return rc, fmt.Errorf("cgroups: cpu.max of %s: %w", m.display(n), err)
 			}
 		}
 		period, err := strconv.ParseUint(f[1], 10, 64)
 		if err != nil {
-			return rc, fmt.Errorf("cgroups: cpu.max of %s: %w", n.Cgroupfs(), err)
+			return rc, fmt.Errorf("cgroups: cpu.max of %s: %w", m.display(n), err)
 		}
 		weight, err := m.readUint("cpu", n, "cpu.weight")
 		if err != nil {
@@ -91,13 +98,13 @@ func (m *Manager) CgroupConfig(ctx context.Context, n Name) (ResourceConfig, err
 		rc.Memory = &limit
 		return rc, nil
 	}
-	qs, err := m.tree.FS.ReadFile(m.file("cpu", n, "cpu.cfs_quota_us"))
+	qs, err := m.read("cpu", n, "cpu.cfs_quota_us")
 	if err != nil {
-		return rc, fmt.Errorf("cgroups: %w", err)
+		return rc, err
 	}
 	quota, err := strconv.ParseInt(strings.TrimSpace(qs), 10, 64)
 	if err != nil {
-		return rc, fmt.Errorf("cgroups: cpu.cfs_quota_us of %s: %w", n.Cgroupfs(), err)
+		return rc, fmt.Errorf("cgroups: cpu.cfs_quota_us of %s: %w", m.display(n), err)
 	}
 	period, err := m.readUint("cpu", n, "cpu.cfs_period_us")
 	if err != nil {
@@ -157,8 +164,8 @@ func (m *Manager) UpdatePodResource(ctx context.Context, pod *corev1.Pod, resour
 	default:
 		return fmt.Errorf("cgroups: resize of %s: only cpu and memory are resized", resource)
 	}
-	if err := m.apply(m.PodName(pod), upd); err != nil {
-		return fmt.Errorf("cgroups: resize %s of %s: %w", resource, m.PodName(pod).Cgroupfs(), err)
+	if err := m.apply(ctx, m.PodName(pod), upd); err != nil {
+		return fmt.Errorf("cgroups: resize %s of %s: %w", resource, m.display(m.PodName(pod)), err)
 	}
 	return nil
 }
