@@ -16,7 +16,7 @@ func TestQuickstartRuns(t *testing.T) {
 	if err := run(ctx, &out, t.TempDir()); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	if want := "pod default/web running after 1 syncs\n"; out.String() != want {
+	if want := "pod default/web Running after 1 syncs\n"; out.String() != want {
 		t.Errorf("output %q, want %q", out.String(), want)
 	}
 }
