@@ -78,7 +78,9 @@
 // its subPaths and mount paths are checked as the API server checks them.
 //
 // The side effects (mkdir, file writes) go through the Disk interface;
-// OSDisk is the host's. Mounts go through Mounter; its methods are single
+// OSDisk is the host's; MemDisk holds them in memory with the same
+// semantics and errors, so that mounts can be computed (and tested) with
+// no file system. Mounts go through Mounter; its methods are single
 // system calls and take no context.
 //
 // # Logs
