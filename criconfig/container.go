@@ -27,9 +27,15 @@ type Container struct {
 	ImageRef string
 	// ImageUser is the image's user from ImageStatus (ImageUserFromStatus).
 	ImageUser ImageUser
-	// Env is the container's resolved environment (Env resolves it).
+	// Env is the container's resolved environment, in kubelet's order.
+	// podsync.Syncer.Environment resolves it (envFrom, env, $(VAR)
+	// references, fieldRef through FieldRefValue, configMapKeyRef and
+	// secretKeyRef through a podsync.EnvResolver such as apiobjects.Env,
+	// and the Service variables).
 	Env []EnvVar
-	// Mounts are the container's mounts, already CRI mounts.
+	// Mounts are the container's mounts, already CRI mounts: CRIMounts
+	// of what mounts.Make returns. With mounts.WithDisk(&mounts.MemDisk{})
+	// Make touches no disk (see the ContainerConfig example).
 	Mounts []*runtimeapi.Mount
 	// Devices are the devices kubelet's device plugins would add.
 	Devices []*runtimeapi.Device

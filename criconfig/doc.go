@@ -8,6 +8,8 @@
 // mounts) as arguments and touches no runtime and no disk. podsync uses it
 // to create sandboxes and containers; an operator or a test can ask "what
 // exactly would kubelet send for this pod?" with no node at all.
+// SandboxJSON and ContainerJSON write the result as the files `crictl
+// runp` and `crictl create` read.
 //
 // # What is built, as kubelet builds it
 //
