@@ -46,6 +46,26 @@
 // it for its eviction manager); they are part of Reservation, what the
 // node reports as taken off its capacity.
 //
+// # Drivers
+//
+// Under the cgroupfs driver the Manager makes and writes the cgroup
+// directories itself. Under the systemd driver (WithSystemd, over
+// NewSystemdDBus or any Systemd) it does what kubelet's libcontainer
+// manager (opencontainers/cgroups v0.0.7) does: each cgroup is a slice
+// (kubepods.slice, kubepods-burstable.slice,
+// kubepods-burstable-pod<uid>.slice, SystemdUnit) that systemd starts
+// with StartTransientUnit (SystemdStartProperties: a description, Wants=
+// the parent slice, accounting on, DefaultDependencies=false; a unit that
+// exists counts as made), then its resources are set with
+// SetUnitProperties (SystemdResourceProperties: MemoryLimit, CPUShares,
+// CPUQuotaPeriodUSec, CPUQuotaPerSecUSec, TasksMax on cgroup v1;
+// MemoryMax, CPUWeight, the quota, TasksMax and the memory.min, low and
+// high files as MemoryMin, MemoryLow, MemoryHigh on v2) before the same
+// files are written as under cgroupfs, at the systemd paths in every
+// hierarchy (v1) or the unified tree (v2). Destroy stops the unit, then
+// removes what is left. Without WithSystemd the systemd driver is
+// refused (ErrUnsupportedDriver, naming WithSystemd).
+//
 // # Manager
 //
 // NewManager takes a Tree (an FS and its layout: cgroup v1 hierarchies, or
@@ -63,16 +83,20 @@
 // layout under /sys/fs/cgroup (OSFS); MemFS is an FS in memory that
 // behaves as the kernel's for tests.
 //
-// Errors match with errors.Is: ErrUnsupportedDriver, ErrMissingController,
+// Errors match with errors.Is: ErrUnsupportedDriver, ErrUnitExists, ErrMissingController,
 // ErrInvalidName, ErrBusy, ErrKillFailed, and fs.ErrNotExist for a missing
 // cgroup root or cgroup file.
 //
 // # Differences from kubelet
 //
-//   - The systemd driver's names are computed (Name.Systemd, and
-//     criconfig's parent) but the Manager refuses that driver
-//     (ErrUnsupportedDriver): kubelet makes systemd slices through systemd's
-//     D-Bus API, which podstart does not talk to.
+//   - Under the systemd driver, StopUnit of a unit systemd does not
+//     have (NoSuchUnit) is no error, but any other error of the call is;
+//     libcontainer ignores every error of that call. The systemd version
+//     is read once per Manager (libcontainer: once per process).
+//   - Under the systemd driver the CPU quota is rounded up to whole
+//     percents of a CPU in the files too, as libcontainer writes it (a
+//     15m limit is a quota of 2000, not 1500): kubelet's own difference
+//     between the drivers, kept.
 //   - kubelet's Create logs and ignores a failed write of a new cgroup's
 //     values; the Manager returns it (no silent drops). Likewise kubelet
 //     retries enforcing node allocatable on kubepods every minute in the

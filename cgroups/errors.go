@@ -4,9 +4,9 @@ import "errors"
 
 // Errors of the package, matchable with errors.Is.
 var (
-	// ErrUnsupportedDriver: the Manager writes the cgroupfs driver's tree
-	// only; the systemd driver (kubelet creates its slices through
-	// systemd's D-Bus API) is refused, by name.
+	// ErrUnsupportedDriver: a cgroup driver other than cgroupfs and
+	// systemd, or the systemd driver without a connection to systemd
+	// (WithSystemd), is refused, by name.
 	ErrUnsupportedDriver = errors.New("cgroups: cgroup driver not supported by the Manager")
 	// ErrInvalidName: a cgroup name has a component kubelet refuses ("/"
 	// or "_" in a component, an empty component under systemd).

@@ -449,7 +449,7 @@ func TestNewManagerRefuses(t *testing.T) {
 	t.Parallel()
 	mfs := NewMemFS(false)
 	if _, err := NewManager(mfs.Tree(), criconfig.Node{CgroupDriver: "systemd"}); !errors.Is(err, ErrUnsupportedDriver) {
-		t.Errorf("systemd driver: %v, want ErrUnsupportedDriver", err)
+		t.Errorf("systemd driver without WithSystemd: %v, want ErrUnsupportedDriver", err)
 	}
 	tree := mfs.Tree()
 	tree.Hierarchies = slices.DeleteFunc(tree.Hierarchies, func(h string) bool { return h == "pids" })
