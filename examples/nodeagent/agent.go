@@ -62,6 +62,10 @@ type Config struct {
 	// CgroupRoot is kubelet's --cgroup-root, the root PodCgroups makes
 	// kubepods under ("": "/"); sandboxes name their pod cgroup under it.
 	CgroupRoot string
+	// CgroupDriver is kubelet's --cgroup-driver, "cgroupfs" (default) or
+	// "systemd": how sandboxes name their pod cgroup's parent; PodCgroups
+	// must use the same.
+	CgroupDriver string
 	// ImageGC, if set, collects unused images with this policy every 5
 	// minutes (imagegc; kubelet's is imagegc.DefaultPolicy()). Nil: never,
 	// as the tests on a runtime shared with other tests want.
@@ -101,7 +105,7 @@ func Run(ctx context.Context, cfg Config) error {
 	a := &agent{Config: cfg}
 
 	a.host = criconfig.FromHost(criconfig.Node{Name: cfg.NodeName, RootDir: cfg.RootDir, PodLogsDir: cfg.PodLogsDir,
-		ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, CgroupRoot: cfg.CgroupRoot})
+		ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, CgroupRoot: cfg.CgroupRoot, CgroupDriver: cfg.CgroupDriver})
 	v, err := cfg.Runtime.Version(ctx, "v1")
 	if err != nil {
 		return fmt.Errorf("runtime version: %w", err)

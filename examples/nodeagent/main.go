@@ -51,20 +51,21 @@ func main() {
 	logsDir := flag.String("pod-logs-dir", "", "pod log directory (default: <root-dir>/logs)")
 	clusterDNS := flag.String("cluster-dns", "", "comma-separated DNS server IPs for ClusterFirst pods (kubelet's --cluster-dns)")
 	clusterDomain := flag.String("cluster-domain", "cluster.local", "the cluster's DNS domain (kubelet's --cluster-domain, whose default is none; kubeadm clusters use cluster.local)")
-	perQOS := flag.Bool("cgroups-per-qos", true, "make kubelet's QoS and pod cgroups (kubelet's --cgroups-per-qos; cgroupfs driver; ignored on the fake runtime)")
+	perQOS := flag.Bool("cgroups-per-qos", true, "make kubelet's QoS and pod cgroups (kubelet's --cgroups-per-qos; ignored on the fake runtime)")
+	driver := flag.String("cgroup-driver", cgroups.DriverCgroupfs, `kubelet's --cgroup-driver: "cgroupfs", or "systemd" (slices made through systemd's D-Bus API; the runtime must use systemd cgroups too)`)
 	imageGC := flag.Bool("image-gc", true, "collect unused images at kubelet's thresholds, 85% and 80% (ignored on the fake runtime)")
 	evict := flag.Bool("eviction", true, "evict pods under node pressure at kubelet's hard thresholds (ignored on the fake runtime)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *kubeconfig, *nodeName, *endpoint, *rootDir, *logsDir, *clusterDNS, *clusterDomain, *perQOS, *imageGC, *evict); err != nil {
+	if err := run(ctx, *kubeconfig, *nodeName, *endpoint, *rootDir, *logsDir, *clusterDNS, *clusterDomain, *driver, *perQOS, *imageGC, *evict); err != nil {
 		fmt.Fprintln(os.Stderr, "nodeagent:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, clusterDNS, clusterDomain string, perQOS, imageGC, evict bool) error {
+func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, clusterDNS, clusterDomain, driver string, perQOS, imageGC, evict bool) error {
 	if nodeName == "" {
 		h, err := os.Hostname()
 		if err != nil {
@@ -96,7 +97,7 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 		defer c.Close()
 		rt = c
 		if perQOS {
-			m, err := hostCgroups(ctx, rootDir)
+			m, err := hostCgroups(ctx, rootDir, driver)
 			if err != nil {
 				return err
 			}
@@ -114,6 +115,7 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 		PodCgroups:    podCgroups,
 		ImageGC:       gcPolicy,
 		Eviction:      thresholds,
+		CgroupDriver:  driver,
 		Client:        client,
 		Runtime:       rt,
 		NodeName:      nodeName,
@@ -139,17 +141,26 @@ func setKubeletRateLimits(cfg *rest.Config) {
 	cfg.QPS, cfg.Burst = 50, 100
 }
 
-// hostCgroups makes kubelet's QoS cgroups on this host (cgroupfs driver,
-// cgroup root "/", node allocatable enforced on kubepods: capacity minus
-// no reservation, as kubelet without --kube-reserved and
-// --system-reserved) and returns the manager that makes the pods'.
-func hostCgroups(ctx context.Context, rootDir string) (*cgroups.Manager, error) {
+// hostCgroups makes kubelet's QoS cgroups on this host (cgroup root "/",
+// node allocatable enforced on kubepods: capacity minus no reservation, as
+// kubelet without --kube-reserved and --system-reserved) under driver, and
+// returns the manager that makes the pods'. Under the systemd driver each
+// cgroup is a slice started through systemd's D-Bus API; the connection
+// lives as long as the agent.
+func hostCgroups(ctx context.Context, rootDir, driver string) (*cgroups.Manager, error) {
 	tree, err := cgroups.DetectTree("")
 	if err != nil {
 		return nil, err
 	}
-	m, err := cgroups.NewManager(tree, criconfig.Node{RootDir: rootDir},
-		cgroups.WithNodeAllocatable(cgroups.NodeAllocatable{Capacity: cgroups.HostCapacity()}))
+	opts := []cgroups.Option{cgroups.WithNodeAllocatable(cgroups.NodeAllocatable{Capacity: cgroups.HostCapacity()})}
+	if driver == cgroups.DriverSystemd {
+		conn, err := cgroups.NewSystemdDBus(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("cgroup driver systemd: %w", err)
+		}
+		opts = append(opts, cgroups.WithSystemd(conn))
+	}
+	m, err := cgroups.NewManager(tree, criconfig.Node{RootDir: rootDir, CgroupDriver: driver}, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,8 @@
 #   bash test/e2e/env.sh down --purge  also delete the state directory
 #
 # Needs root, Debian's packages and the Go module proxy; nothing else.
+# It also installs dbus-daemon, for the cgroups package's systemd wire test
+# (a private bus; no systemd runs).
 # Knobs: PODSTART_E2E_DIR (/tmp/podstart-e2e), PODSTART_E2E_AUTH_PORT (5050),
 # PODSTART_E2E_OPEN_PORT (5051).
 set -euo pipefail
@@ -37,7 +39,7 @@ retry() { # retry <tenths of a second> <command...>
 
 install_packages() {
 	local missing=()
-	for p in containerd runc docker-registry busybox-static apache2-utils curl iproute2 util-linux; do
+	for p in containerd runc docker-registry busybox-static apache2-utils curl iproute2 util-linux dbus-daemon; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 	done
 	[ ${#missing[@]} -eq 0 ] && return
