@@ -89,6 +89,18 @@
 // named pipes, single-file mounts, PRIVATE propagation only) are not
 // built, and container paths are taken as Linux paths.
 //
+// # Why not k8s.io/mount-utils
+//
+// Kubelet mounts through k8s.io/mount-utils. It would cost little here (a
+// program using only DockerBinds grows from 12,876,839 to 13,046,358
+// bytes, +0.17 MB, measured with v0.37.2), but it would change behaviour:
+// it runs the mount and umount programs (so util-linux on the host, and
+// failures as text) rather than mount(2), so ErrMountNotPermitted and
+// UMOUNT_NOFOLLOW go; it has no fallback for kernels that refuse noswap;
+// its List reads /proc/mounts without decoding escapes such as \040; and
+// its IsLikelyNotMountPoint compares devices where HostMounter reads the
+// statx mount-root attribute. HostMounter stays on mount(2).
+//
 // This package writes no logs: what went wrong is in the returned errors.
 // The packages that log (images, podsync) use the logr.Logger in the
 // context (logr.FromContextOrDiscard), discarded by default, and never log
