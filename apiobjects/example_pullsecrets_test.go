@@ -22,7 +22,7 @@ func ExamplePullSecrets() {
 		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{}}`)}})
 	rec := &recordedEvents{} // client-go's record.EventRecorder in a node agent
 	pull := &apiobjects.PullSecrets{Source: &objs, Recorder: rec}
-	// podworker.New(syncer, rt, podworker.WithPullSecrets(pull.ForPod),
+	// podworker.New(syncer, podworker.WithPullSecrets(pull.ForPod),
 	//	podworker.WithOnSync(func(_ types.UID, st podworker.PodState) { pull.AfterSync(st.Pod, st.Result) }))
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "uid-web"},

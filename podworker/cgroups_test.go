@@ -81,7 +81,7 @@ func TestPodCgroups(t *testing.T) {
 
 	// A new agent process that knows no pod: once its sources are ready,
 	// other's containers and cgroup go.
-	w2 := podworker.New(e.syncer, e.fake, podworker.WithPodCgroups(m), podworker.WithGC(0, podsync.DefaultGCPolicy))
+	w2 := podworker.New(e.syncer, podworker.WithPodCgroups(m), podworker.WithGC(0, podsync.DefaultGCPolicy))
 	defer w2.Close()
 	w2.SourcesReady()
 	if err := w2.CollectGarbage(context.Background()); err != nil {

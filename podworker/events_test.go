@@ -31,7 +31,7 @@ func TestWorkerWakesOnContainerEvents(t *testing.T) {
 		ims := images.NewManager(rt)
 		syncer := podsync.NewSyncer(rt, ims, podsync.WithRootDir(root), podsync.WithPodLogsDir(filepath.Join(root, "logs")))
 		states := make(chan podworker.PodState, 1000)
-		w := podworker.New(syncer, rt, podworker.WithRelistPeriod(0), podworker.WithResyncPeriod(0), podworker.WithGC(0, podsync.DefaultGCPolicy),
+		w := podworker.New(syncer, podworker.WithRelistPeriod(0), podworker.WithResyncPeriod(0), podworker.WithGC(0, podsync.DefaultGCPolicy),
 			podworker.WithOnSync(func(_ types.UID, st podworker.PodState) { states <- st }))
 		pod := testPod("ev")
 		pod.Spec.InitContainers = nil

@@ -30,7 +30,7 @@ func ExampleWorkers() {
 	syncer := podsync.NewSyncer(rt, ims, podsync.WithRootDir(root), podsync.WithPodLogsDir(root+"/logs"))
 
 	running, gone := make(chan struct{}), make(chan struct{})
-	workers := podworker.New(syncer, rt, podworker.WithOnSync(func(uid types.UID, st podworker.PodState) {
+	workers := podworker.New(syncer, podworker.WithOnSync(func(uid types.UID, st podworker.PodState) {
 		switch {
 		case st.Removed:
 			close(gone)

@@ -38,7 +38,7 @@ func TestLateOOMKilledReachesAPIStatus(t *testing.T) {
 	e := &env{t: t, fake: f, syncer: syncer, root: root, states: map[types.UID]podworker.PodState{}, changed: make(chan struct{}, 1)}
 	// The loops run on real time (the relist must tick), apart from the
 	// Syncer's clock, which they would otherwise share.
-	e.workers = podworker.New(syncer, f, podworker.WithClock(clock.RealClock{}), podworker.WithRelistPeriod(20*time.Millisecond), podworker.WithContainerEvents(false),
+	e.workers = podworker.New(syncer, podworker.WithClock(clock.RealClock{}), podworker.WithRelistPeriod(20*time.Millisecond), podworker.WithContainerEvents(false),
 		podworker.WithOnSync(func(uid types.UID, st podworker.PodState) {
 			e.mu.Lock()
 			e.states[uid] = st

@@ -49,7 +49,7 @@ func TestProbesDriveAPIStatus(t *testing.T) {
 	defer ims.Close()
 	syncer := podsync.NewSyncer(f, ims, podsync.WithProbes(pm), podsync.WithRootDir(root), podsync.WithPodLogsDir(filepath.Join(root, "logs")))
 	states := make(chan podworker.PodState, 1000)
-	w := podworker.New(syncer, f, podworker.WithProbes(pm), podworker.WithRelistPeriod(10*time.Millisecond), podworker.WithHostIPs("10.0.0.1"),
+	w := podworker.New(syncer, podworker.WithProbes(pm), podworker.WithRelistPeriod(10*time.Millisecond), podworker.WithHostIPs("10.0.0.1"),
 		podworker.WithOnSync(func(_ types.UID, st podworker.PodState) { states <- st }))
 	defer w.Close()
 	pod := testPod("probed")

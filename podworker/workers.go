@@ -225,9 +225,11 @@ type worker struct {
 	evicted func(*corev1.PodStatus)
 }
 
-// New starts Workers over the syncer (whose runtime is rt: the relist and
-// garbage collection use it) and its background loops.
-func New(syncer *podsync.Syncer, rt runtime.RuntimeService, opts ...Option) *Workers {
+// New starts Workers over the syncer and their background loops; the
+// relist, garbage collection and container events use the syncer's
+// runtime (podsync.Syncer.Runtime).
+func New(syncer *podsync.Syncer, opts ...Option) *Workers {
+	rt := syncer.Runtime()
 	o := options{clock: clock.RealClock{}, relist: DefaultRelistPeriod, resync: DefaultResyncPeriod,
 		errorRetry: DefaultErrorRetry, gcPeriod: DefaultGCPeriod, gcPolicy: podsync.DefaultGCPolicy,
 		logger: logr.Discard(), syncDeadline: 4 * time.Minute, jitter: Jitter}

@@ -82,7 +82,7 @@ func newEnv(t testing.TB, fopts []fake.Option, opts ...podworker.Option) *env {
 		default:
 		}
 	}
-	e.workers = podworker.New(e.syncer, f, append([]podworker.Option{podworker.WithOnSync(onSync), podworker.WithRelistPeriod(20 * time.Millisecond)}, opts...)...)
+	e.workers = podworker.New(e.syncer, append([]podworker.Option{podworker.WithOnSync(onSync), podworker.WithRelistPeriod(20 * time.Millisecond)}, opts...)...)
 	t.Cleanup(func() { e.workers.Close() })
 	return e
 }
@@ -271,7 +271,7 @@ func TestBackOffExpiryWakesPod(t *testing.T) {
 	defer ims.Close()
 	syncer := podsync.NewSyncer(f, ims, podsync.WithClock(clk), podsync.WithRootDir(root), podsync.WithPodLogsDir(root+"/logs"))
 	states := make(chan podworker.PodState, 100)
-	w := podworker.New(syncer, f, podworker.WithClock(clk), podworker.WithRelistPeriod(0), podworker.WithResyncPeriod(0), podworker.WithContainerEvents(false),
+	w := podworker.New(syncer, podworker.WithClock(clk), podworker.WithRelistPeriod(0), podworker.WithResyncPeriod(0), podworker.WithContainerEvents(false),
 		podworker.WithGC(0, podsync.DefaultGCPolicy), podworker.WithOnSync(func(_ types.UID, st podworker.PodState) { states <- st }))
 	defer w.Close()
 	pod := testPod("crash")
@@ -335,7 +335,7 @@ func TestOrphansRemovedAfterSourcesReady(t *testing.T) {
 	e.workers.Close()
 
 	// A new agent process knows only keep.
-	w2 := podworker.New(e.syncer, e.fake, podworker.WithGC(0, podsync.DefaultGCPolicy))
+	w2 := podworker.New(e.syncer, podworker.WithGC(0, podsync.DefaultGCPolicy))
 	defer w2.Close()
 	if err := w2.Upsert(keep); err != nil {
 		t.Fatal(err)
@@ -377,7 +377,7 @@ func TestCrashLoopRetryIsJittered(t *testing.T) {
 	syncer := podsync.NewSyncer(f, ims, podsync.WithClock(clk), podsync.WithRootDir(root), podsync.WithPodLogsDir(root+"/logs"))
 	states := make(chan podworker.PodState, 100)
 	most := func(d time.Duration) time.Duration { return d + time.Duration(podworker.JitterFactor*float64(d)) }
-	w := podworker.New(syncer, f, podworker.WithClock(clk), podworker.WithRelistPeriod(0), podworker.WithResyncPeriod(0), podworker.WithContainerEvents(false),
+	w := podworker.New(syncer, podworker.WithClock(clk), podworker.WithRelistPeriod(0), podworker.WithResyncPeriod(0), podworker.WithContainerEvents(false),
 		podworker.WithGC(0, podsync.DefaultGCPolicy), podworker.WithJitter(most),
 		podworker.WithOnSync(func(_ types.UID, st podworker.PodState) { states <- st }))
 	defer w.Close()

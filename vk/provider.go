@@ -88,7 +88,7 @@ func New(syncer *podsync.Syncer, rt runtime.RuntimeService, opts ...Option) *Pro
 		sent:   map[types.UID]*corev1.PodStatus{},
 	}
 	wopts := append(append([]podworker.Option(nil), o.workerOpts...), podworker.WithOnSync(p.synced))
-	p.workers = podworker.New(syncer, rt, wopts...)
+	p.workers = podworker.New(syncer, wopts...)
 	return p
 }
 

@@ -201,7 +201,7 @@ func Run(ctx context.Context, cfg Config) error {
 			pullSecrets.AfterSync(st.Pod, st.Result)
 			statuses.OnSync(uid, st)
 		}))
-	a.workers = podworker.New(syncer, cfg.Runtime, workerOpts...)
+	a.workers = podworker.New(syncer, workerOpts...)
 	defer a.workers.Close()
 	a.rejected = func(pod *corev1.Pod, st corev1.PodStatus) {
 		statuses.OnSync(pod.UID, podworker.PodState{Pod: pod, APIStatus: st, Removed: true})

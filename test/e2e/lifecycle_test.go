@@ -301,7 +301,7 @@ func TestWorkerFiftyPodsOnContainerd(t *testing.T) {
 	var mu sync.Mutex
 	states := map[types.UID]podworker.PodState{}
 	changed := make(chan struct{}, 1)
-	w := podworker.New(syncer, rt, podworker.WithRelistPeriod(200*time.Millisecond), podworker.WithOnSync(func(uid types.UID, st podworker.PodState) {
+	w := podworker.New(syncer, podworker.WithRelistPeriod(200*time.Millisecond), podworker.WithOnSync(func(uid types.UID, st podworker.PodState) {
 		mu.Lock()
 		states[uid] = st
 		mu.Unlock()
@@ -563,7 +563,7 @@ func TestProbesOnContainerd(t *testing.T) {
 	defer pm.Close()
 	syncer := podsync.NewSyncer(rt, ims, podsync.WithProbes(pm), podsync.WithRecorder(ev), podsync.WithRootDir(root), podsync.WithPodLogsDir(filepath.Join(root, "logs")))
 	states := make(chan podworker.PodState, 1000)
-	w := podworker.New(syncer, rt, podworker.WithProbes(pm), podworker.WithRelistPeriod(200*time.Millisecond),
+	w := podworker.New(syncer, podworker.WithProbes(pm), podworker.WithRelistPeriod(200*time.Millisecond),
 		podworker.WithOnSync(func(_ types.UID, st podworker.PodState) {
 			select {
 			case states <- st:

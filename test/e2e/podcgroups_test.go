@@ -58,7 +58,7 @@ func TestPodCgroupsOnContainerd(t *testing.T) {
 	syncer := podsync.NewSyncer(rt, ims, podsync.WithRootDir(dir), podsync.WithPodLogsDir(filepath.Join(dir, "logs")), podsync.WithNode(node))
 	var mu sync.Mutex
 	states := map[types.UID]podworker.PodState{}
-	w := podworker.New(syncer, rt, podworker.WithPodCgroups(m), podworker.WithRelistPeriod(200*time.Millisecond),
+	w := podworker.New(syncer, podworker.WithPodCgroups(m), podworker.WithRelistPeriod(200*time.Millisecond),
 		podworker.WithOnSync(func(uid types.UID, st podworker.PodState) { mu.Lock(); states[uid] = st; mu.Unlock() }))
 	t.Cleanup(func() { w.Close() })
 
