@@ -2,7 +2,10 @@
 # env.sh - the real-runtime environment for podstart's end-to-end tests:
 # containerd 1.6 (Debian) with its CRI plugin, runc, a registry that needs
 # basic auth and an open one for the sandbox image, all on loopback and
-# unix sockets under one state directory.
+# unix sockets under one state directory. With PODSTART_E2E_CONTAINERD=2,
+# containerd v2 and runc built from their Go modules instead
+# (test/containerd/build.sh, cached after the first build), with the same
+# configuration in containerd 2's config version 3.
 #
 #   bash test/e2e/env.sh up            start what is not running; write $DIR/env
 #   bash test/e2e/env.sh down          stop, by PID, only what "up" started
@@ -12,7 +15,9 @@
 # It also installs dbus-daemon, for the cgroups package's systemd wire test
 # (a private bus; no systemd runs).
 # Knobs: PODSTART_E2E_DIR (/tmp/podstart-e2e), PODSTART_E2E_AUTH_PORT (5050),
-# PODSTART_E2E_OPEN_PORT (5051).
+# PODSTART_E2E_OPEN_PORT (5051), PODSTART_E2E_CONTAINERD (1.6, or 2). Two
+# environments run side by side with different DIRs and ports; $DIR/env
+# exports all four, so a test that calls env.sh acts on its own one.
 set -euo pipefail
 
 DIR=${PODSTART_E2E_DIR:-/tmp/podstart-e2e}
@@ -25,6 +30,13 @@ OPEN_REG=127.0.0.1:$OPEN_PORT
 CD=$DIR/containerd
 SOCK=$CD/containerd.sock
 CRANE=$DIR/bin/crane
+CONTAINERD_MAJOR=${PODSTART_E2E_CONTAINERD:-1.6}
+case "$CONTAINERD_MAJOR" in
+1.6) CONTAINERD=containerd RUNC=runc ;;
+2) CONTAINERD=$DIR/bin/containerd RUNC=$DIR/bin/runc ;;
+*) echo "e2e-env: PODSTART_E2E_CONTAINERD is 1.6 or 2, not $CONTAINERD_MAJOR" >&2; exit 2 ;;
+esac
+HERE=$(cd "$(dirname "$0")" && pwd)
 export PATH="/usr/local/go/bin:$PATH"
 
 say() { echo "e2e-env: $*" >&2; }
@@ -175,6 +187,53 @@ SH
 	echo '{"cniVersion":"1.0.0","name":"podstart-e2e","plugins":[{"type":"podstart-stub"}]}' >"$CD/cni/net.d/10-podstart.conflist"
 }
 
+# containerd 2's config (version 3) with the 1.6 configuration's meaning:
+# the CRI plugin is split into runtime (io.containerd.cri.v1.runtime),
+# images (io.containerd.cri.v1.images) and the server's streaming options
+# (io.containerd.grpc.v1.cri); the sandbox image is the pinned "sandbox"
+# image; the runc shim and runc are ours, by path, so Debian's 1.6 shim
+# and runc 1.1.5 on PATH are never used. NRI is off: its socket
+# (/var/run/nri/nri.sock) is one per host, and nothing here uses it.
+write_config_v3() {
+	cat >"$CD/config.toml" <<TOML
+version = 3
+root = "$CD/root"
+state = "$CD/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.erofs", "io.containerd.internal.v1.tracing", "io.containerd.tracing.processor.v1.otlp", "io.containerd.nri.v1.nri"]
+[grpc]
+  address = "$SOCK"
+[ttrpc]
+  address = "$SOCK.ttrpc"
+[plugins.'io.containerd.internal.v1.opt']
+  path = "$CD/opt"
+[plugins.'io.containerd.grpc.v1.cri']
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = "overlayfs"
+[plugins.'io.containerd.cri.v1.images'.pinned_images]
+  sandbox = "$OPEN_REG/pause:3.9"
+[plugins.'io.containerd.cri.v1.images'.registry]
+  config_path = "$CD/certs.d"
+[plugins.'io.containerd.cri.v1.runtime']
+  disable_apparmor = true
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+[plugins.'io.containerd.cri.v1.runtime'.cni]
+  bin_dirs = ["$CD/cni/bin"]
+  conf_dir = "$CD/cni/net.d"
+[plugins.'io.containerd.cri.v1.runtime'.containerd]
+  default_runtime_name = "runc"
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+  runtime_path = "$DIR/bin/containerd-shim-runc-v2"
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+  SystemdCgroup = false
+  Root = "$CD/runc"
+  BinaryName = "$RUNC"
+TOML
+}
+
 start_containerd() {
 	mkdir -p "$CD"/root "$CD"/state "$CD"/runc "$CD"/opt
 	for r in "$AUTH_REG" "$OPEN_REG"; do
@@ -185,7 +244,10 @@ start_containerd() {
 	# restrict_oom_score_adj: this VM refuses negative oom_score_adj even to
 	# root. The sandbox image comes from the open registry so containerd can
 	# always pull it itself.
-	cat >"$CD/config.toml" <<TOML
+	if [ "$CONTAINERD_MAJOR" = 2 ]; then
+		write_config_v3
+	else
+		cat >"$CD/config.toml" <<TOML
 version = 2
 root = "$CD/root"
 state = "$CD/state"
@@ -217,11 +279,12 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [plugins."io.containerd.grpc.v1.cri".registry]
   config_path = "$CD/certs.d"
 TOML
+	fi
 	if running "$CD/pid" && ctr --address "$SOCK" version >/dev/null 2>&1; then
 		return
 	fi
 	rm -f "$SOCK" "$SOCK.ttrpc"
-	setsid containerd --config "$CD/config.toml" >>"$CD/log" 2>&1 </dev/null &
+	setsid "$CONTAINERD" --config "$CD/config.toml" >>"$CD/log" 2>&1 </dev/null &
 	echo $! >"$CD/pid"
 	retry 200 ctr --address "$SOCK" version
 }
@@ -231,6 +294,7 @@ up() {
 	mkdir -p "$DIR/bin" "$DIR/build" "$DIR/docker"
 	local t0=$SECONDS
 	install_packages
+	if [ "$CONTAINERD_MAJOR" = 2 ]; then PODSTART_E2E_DIR=$DIR bash "$HERE/../containerd/build.sh"; fi
 	build_images
 	start_registry registry-auth "$AUTH_PORT" yes
 	start_registry registry-open "$OPEN_PORT" no
@@ -248,8 +312,12 @@ export PODSTART_E2E_REGISTRY_PASS=$REG_PASS
 export PODSTART_E2E_IMAGE=$AUTH_REG/busybox:1.35
 export PODSTART_E2E_OPEN_IMAGE=$OPEN_REG/busybox:1.35
 export PODSTART_E2E_NODE_CONFIG=$DIR/node-config.json
+export PODSTART_E2E_DIR=$DIR
+export PODSTART_E2E_CONTAINERD=$CONTAINERD_MAJOR
+export PODSTART_E2E_AUTH_PORT=$AUTH_PORT
+export PODSTART_E2E_OPEN_PORT=$OPEN_PORT
 ENV
-	say "ready in $((SECONDS - t0))s: $(containerd --version | awk '{print $3}') at unix://$SOCK; env in $DIR/env"
+	say "ready in $((SECONDS - t0))s: $("$CONTAINERD" --version | awk '{print $3}') at unix://$SOCK; env in $DIR/env"
 }
 
 stop_pidfiles() { # SIGTERM each, wait up to 10 s, then SIGKILL
@@ -275,8 +343,8 @@ down() {
 	# Containers and shims that outlived a dead containerd: only ours, found
 	# by our runc root and our socket address.
 	if [ -d "$CD/runc/k8s.io" ]; then
-		for id in $(runc --root "$CD/runc/k8s.io" list -q 2>/dev/null); do
-			runc --root "$CD/runc/k8s.io" delete -f "$id" >/dev/null 2>&1 || true
+		for id in $("$RUNC" --root "$CD/runc/k8s.io" list -q 2>/dev/null); do
+			"$RUNC" --root "$CD/runc/k8s.io" delete -f "$id" >/dev/null 2>&1 || true
 		done
 	fi
 	for p in /proc/[0-9]*; do
