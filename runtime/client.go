@@ -70,6 +70,7 @@ var (
 	_ StatsLister          = (*Client)(nil)
 	_ ContainerLogReopener = (*Client)(nil)
 	_ ImageFsInfoReader    = (*Client)(nil)
+	_ Streamer             = (*Client)(nil)
 )
 
 // Dial connects to the CRI runtime at endpoint and checks that it serves CRI
@@ -349,6 +350,39 @@ func (c *Client) ReopenContainerLog(ctx context.Context, id string) error {
 	defer cancel()
 	_, err := c.rt.ReopenContainerLog(ctx, &runtimeapi.ReopenContainerLogRequest{ContainerId: id})
 	return Classify(err)
+}
+
+// Exec implements Streamer.
+func (c *Client) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
+	ctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	resp, err := c.rt.Exec(ctx, req)
+	if err != nil {
+		return nil, Classify(err)
+	}
+	return resp, nil
+}
+
+// Attach implements Streamer.
+func (c *Client) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
+	ctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	resp, err := c.rt.Attach(ctx, req)
+	if err != nil {
+		return nil, Classify(err)
+	}
+	return resp, nil
+}
+
+// PortForward implements Streamer.
+func (c *Client) PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
+	ctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	resp, err := c.rt.PortForward(ctx, req)
+	if err != nil {
+		return nil, Classify(err)
+	}
+	return resp, nil
 }
 
 // ImageFsInfo implements ImageFsInfoReader.

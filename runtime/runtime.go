@@ -129,3 +129,14 @@ type ContainerLogReopener interface {
 type ImageFsInfoReader interface {
 	ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error)
 }
+
+// Streamer is an optional ability of a RuntimeService: it prepares an
+// exec, attach or port-forward session on the runtime's streaming server
+// and answers with the URL to reach it (CRI Exec, Attach, PortForward).
+// The node's API proxies a client's upgraded connection to that URL, as
+// kubelet does by default.
+type Streamer interface {
+	Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error)
+	Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error)
+	PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error)
+}
