@@ -1,6 +1,7 @@
 package podworker_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -60,7 +61,7 @@ func ExampleWorkers() {
 		panic(err)
 	}
 	<-gone
-	left, _ := podsync.ListPods(ctx(), rt)
+	left, _ := podsync.ListPods(context.Background(), rt)
 	fmt.Println("pods left on the runtime:", len(left))
 	// Output:
 	// app: running
