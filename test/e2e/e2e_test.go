@@ -187,7 +187,11 @@ func newPod(t *testing.T, rt *runtime.Client, name string, containers ...corev1.
 	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, UID: types.UID(fmt.Sprintf("e2e-%s-%d", name, time.Now().UnixNano()))},
-		Spec:       corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways, Containers: containers},
+		// The API server always defaults an empty pod security context, and
+		// kubelet (and podstart, as kubelet) sends the sandbox's namespace
+		// options only with one; containerd 2 refuses a container whose
+		// user namespace (the node's) differs from its sandbox's (none).
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways, Containers: containers, SecurityContext: &corev1.PodSecurityContext{}},
 	}
 	t.Cleanup(func() { removePod(t, rt, pod) })
 	return pod
