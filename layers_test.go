@@ -69,6 +69,9 @@ var rules = map[string]rule{
 	"imagegc":       {module: []string{"runtime", "podsync", "images", "images/pullrecords", "internal/..."}, forbid: heavyDeps},
 	"eviction":      {module: []string{"runtime", "podsync", "apistatus", "criconfig", "images", "imagegc", "cgroups", "internal/..."}, forbid: heavyDeps},
 	"probes":        {module: []string{"podsync", "images", "runtime", "internal/..."}, forbid: heavyDeps},
+	// nodeapi: the node's HTTP API, a top floor beside statusmanager,
+	// serving podworker's pods and the runtime's streams (no client-go).
+	"nodeapi": {module: []string{"podworker", "podsync", "runtime"}, forbid: heavyDeps},
 	// statusmanager: the top floor, writing podworker's statuses to an
 	// API server through its own small Client (no client-go).
 	"statusmanager":      {module: []string{"podworker", "apistatus", "podsync"}, forbid: heavyDeps},

@@ -1,0 +1,366 @@
+package nodeapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/utils/clock"
+)
+
+// User is who made a request, as an authenticator found it.
+type User struct {
+	Name   string
+	UID    string
+	Groups []string
+	Extra  map[string][]string
+}
+
+// Authenticator tells who made a request: ok false means it has no
+// credentials this authenticator reads, or they are not valid; an error
+// means it could not tell (the request is refused with 401 either way, as
+// kubelet's).
+type Authenticator interface {
+	Authenticate(r *http.Request) (u User, ok bool, err error)
+}
+
+// Authenticators tries each in order and takes the first that knows the
+// request, as kubelet's union of x509 and token authenticators; errors
+// are returned only when none knows it. Anonymous requests are refused:
+// kubelet's default (authentication.anonymous.enabled false).
+type Authenticators []Authenticator
+
+// Authenticate implements Authenticator.
+func (as Authenticators) Authenticate(r *http.Request) (User, bool, error) {
+	var errs []error
+	for _, a := range as {
+		u, ok, err := a.Authenticate(r)
+		if ok {
+			return u, true, nil
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return User{}, false, errors.Join(errs...)
+}
+
+// X509 authenticates clients by their TLS certificate, verified against
+// the client CA (kubelet's authentication.x509.clientCAFile): the user is
+// the subject's common name, the groups its organizations.
+type X509 struct {
+	ClientCAs *x509.CertPool
+}
+
+// Authenticate implements Authenticator.
+func (a X509) Authenticate(r *http.Request) (User, bool, error) {
+	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 || a.ClientCAs == nil {
+		return User{}, false, nil
+	}
+	leaf := r.TLS.PeerCertificates[0]
+	inter := x509.NewCertPool()
+	for _, c := range r.TLS.PeerCertificates[1:] {
+		inter.AddCert(c)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: a.ClientCAs, Intermediates: inter,
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		return User{}, false, fmt.Errorf("verifying certificate %s failed: %w", certName(leaf), err)
+	}
+	if leaf.Subject.CommonName == "" {
+		return User{}, false, errors.New("x509: subject with cn= is required")
+	}
+	return User{Name: leaf.Subject.CommonName, Groups: append([]string(nil), leaf.Subject.Organization...)}, true, nil
+}
+
+func certName(c *x509.Certificate) string {
+	return fmt.Sprintf("SN=%s, CN=%s", c.SerialNumber, c.Subject.CommonName)
+}
+
+// TokenReviewer creates a TokenReview in the API server (client-go's
+// AuthenticationV1().TokenReviews().Create fits in a line).
+type TokenReviewer interface {
+	CreateTokenReview(ctx context.Context, review *authenticationv1.TokenReview) (*authenticationv1.TokenReview, error)
+}
+
+// DefaultWebhookCacheTTL is how long kubelet keeps a token's review
+// (authentication.webhook.cacheTTL), answers yes and no alike.
+const DefaultWebhookCacheTTL = 2 * time.Minute
+
+// Tokens authenticates bearer tokens through TokenReview, as kubelet's
+// webhook token authenticator: the token from "Authorization: Bearer",
+// reviewed for Audiences (none: the API server's), each answer kept for
+// the TTL. The cache holds a hash of the token, never the token.
+type Tokens struct {
+	reviewer  TokenReviewer
+	audiences []string
+	ttl       time.Duration
+	clock     clock.PassiveClock
+
+	mu    sync.Mutex
+	cache map[string]tokenAnswer
+}
+
+type tokenAnswer struct {
+	user    User
+	ok      bool
+	expires time.Time
+}
+
+// NewTokens returns a token authenticator over r, keeping answers for ttl
+// (0: DefaultWebhookCacheTTL).
+func NewTokens(r TokenReviewer, ttl time.Duration, audiences ...string) *Tokens {
+	if ttl == 0 {
+		ttl = DefaultWebhookCacheTTL
+	}
+	return &Tokens{reviewer: r, audiences: audiences, ttl: ttl, clock: clock.RealClock{}, cache: map[string]tokenAnswer{}}
+}
+
+// Authenticate implements Authenticator.
+func (t *Tokens) Authenticate(r *http.Request) (User, bool, error) {
+	h := strings.TrimSpace(r.Header.Get("Authorization"))
+	scheme, token, found := strings.Cut(h, " ")
+	if !found || !strings.EqualFold(scheme, "bearer") {
+		return User{}, false, nil
+	}
+	token = strings.TrimSpace(token)
+	if token == "" {
+		return User{}, false, nil
+	}
+	sum := sha256.Sum256([]byte(token))
+	key := hex.EncodeToString(sum[:])
+	now := t.clock.Now()
+	t.mu.Lock()
+	a, hit := t.cache[key]
+	if hit && now.After(a.expires) {
+		delete(t.cache, key)
+		hit = false
+	}
+	t.mu.Unlock()
+	if hit {
+		return a.user, a.ok, nil
+	}
+	review, err := t.reviewer.CreateTokenReview(r.Context(), &authenticationv1.TokenReview{
+		Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: t.audiences}})
+	if err != nil {
+		// Not cached, as kubelet's (errors are not cached).
+		return User{}, false, fmt.Errorf("token review: %w", err)
+	}
+	a = tokenAnswer{ok: review.Status.Authenticated, expires: now.Add(t.ttl)}
+	if a.ok && len(t.audiences) > 0 && !intersects(t.audiences, review.Status.Audiences) {
+		a.ok = false
+	}
+	if a.ok {
+		u := review.Status.User
+		a.user = User{Name: u.Username, UID: u.UID, Groups: u.Groups}
+		if len(u.Extra) > 0 {
+			a.user.Extra = map[string][]string{}
+			for k, v := range u.Extra {
+				a.user.Extra[k] = v
+			}
+		}
+	}
+	t.mu.Lock()
+	t.cache[key] = a
+	t.mu.Unlock()
+	return a.user, a.ok, nil
+}
+
+func intersects(a, b []string) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x == y {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Attributes is what a request asks to do, as kubelet's authorizer sees
+// it: always a resource request on the node object ("nodes", the node's
+// name, API version v1, no group and namespace).
+type Attributes struct {
+	User        User
+	Verb        string // create, get, update, patch, delete
+	Subresource string // proxy, stats, metrics, log, pods, healthz, configz, ...
+	Name        string // the node's name
+	Path        string
+}
+
+// RequestAttributes is kubelet's nodeAuthorizerAttributesGetter with
+// KubeletFineGrainedAuthz (GA, locked on in v1.37): the verb from the
+// method, and the subresources to check in order; the request is allowed
+// if any is. /pods, /runningpods/, /healthz and /configz ask for their own
+// subresource and then "proxy"; /stats/, /metrics, /logs/, /checkpoint/,
+// /statusz and /flagz for theirs; everything else for "proxy".
+func RequestAttributes(nodeName string, u User, r *http.Request) []Attributes {
+	verb := ""
+	switch r.Method {
+	case http.MethodPost:
+		verb = "create"
+	case http.MethodGet:
+		verb = "get"
+	case http.MethodPut:
+		verb = "update"
+	case http.MethodPatch:
+		verb = "patch"
+	case http.MethodDelete:
+		verb = "delete"
+	}
+	p := r.URL.Path
+	var subs []string
+	switch {
+	case isSubpath(p, "/allocatedPods"), isSubpath(p, "/pods"):
+		subs = append(subs, "pods")
+	case isSubpath(p, "/healthz"):
+		subs = append(subs, "healthz")
+	case isSubpath(p, "/configz"):
+		subs = append(subs, "configz")
+	case isSubpath(p, "/runningpods/"):
+		subs = append(subs, "pods")
+	}
+	switch {
+	case isSubpath(p, "/stats/"):
+		subs = append(subs, "stats")
+	case isSubpath(p, "/metrics"):
+		subs = append(subs, "metrics")
+	case isSubpath(p, "/logs/"):
+		subs = append(subs, "log")
+	case isSubpath(p, "/checkpoint/"):
+		subs = append(subs, "checkpoint")
+	case isSubpath(p, "/statusz"):
+		subs = append(subs, "statusz")
+	case isSubpath(p, "/flagz"):
+		subs = append(subs, "configz")
+	default:
+		subs = append(subs, "proxy")
+	}
+	attrs := make([]Attributes, len(subs))
+	for i, s := range subs {
+		attrs[i] = Attributes{User: u, Verb: verb, Subresource: s, Name: nodeName, Path: p}
+	}
+	return attrs
+}
+
+// isSubpath is kubelet's: sub is path or beneath it.
+func isSubpath(sub, path string) bool {
+	path = strings.TrimSuffix(path, "/")
+	return sub == path || strings.HasPrefix(sub, path) && len(sub) > len(path) && sub[len(path)] == '/'
+}
+
+// Authorizer decides whether a user may do what the attributes say.
+type Authorizer interface {
+	Authorize(ctx context.Context, a Attributes) (allowed bool, reason string, err error)
+}
+
+// SubjectAccessReviewer creates a SubjectAccessReview in the API server
+// (client-go's AuthorizationV1().SubjectAccessReviews().Create).
+type SubjectAccessReviewer interface {
+	CreateSubjectAccessReview(ctx context.Context, review *authorizationv1.SubjectAccessReview) (*authorizationv1.SubjectAccessReview, error)
+}
+
+// Kubelet's webhook authorizer cache defaults
+// (authorization.webhook.cacheAuthorizedTTL, cacheUnauthorizedTTL).
+const (
+	DefaultAuthorizedTTL   = 5 * time.Minute
+	DefaultUnauthorizedTTL = 30 * time.Second
+)
+
+// Reviews authorizes through SubjectAccessReview, as kubelet's webhook
+// authorizer (authorization.mode Webhook, its default): allowed answers
+// kept for authorizedTTL, denied ones for unauthorizedTTL, errors not
+// kept.
+type Reviews struct {
+	reviewer                 SubjectAccessReviewer
+	authorizedTTL, deniedTTL time.Duration
+	clock                    clock.PassiveClock
+	mu                       sync.Mutex
+	cache                    map[string]reviewAnswer
+}
+
+type reviewAnswer struct {
+	allowed bool
+	reason  string
+	expires time.Time
+}
+
+// NewReviews returns an authorizer over r (zero TTLs: kubelet's).
+func NewReviews(r SubjectAccessReviewer, authorizedTTL, unauthorizedTTL time.Duration) *Reviews {
+	if authorizedTTL == 0 {
+		authorizedTTL = DefaultAuthorizedTTL
+	}
+	if unauthorizedTTL == 0 {
+		unauthorizedTTL = DefaultUnauthorizedTTL
+	}
+	return &Reviews{reviewer: r, authorizedTTL: authorizedTTL, deniedTTL: unauthorizedTTL, clock: clock.RealClock{}, cache: map[string]reviewAnswer{}}
+}
+
+// Authorize implements Authorizer.
+func (rv *Reviews) Authorize(ctx context.Context, a Attributes) (bool, string, error) {
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: a.Verb, Version: "v1", Resource: "nodes",
+			Subresource: a.Subresource, Name: a.Name},
+		User: a.User.Name, UID: a.User.UID, Groups: a.User.Groups,
+	}}
+	if len(a.User.Extra) > 0 {
+		sar.Spec.Extra = map[string]authorizationv1.ExtraValue{}
+		for k, v := range a.User.Extra {
+			sar.Spec.Extra[k] = v
+		}
+	}
+	key := reviewKey(sar.Spec)
+	now := rv.clock.Now()
+	rv.mu.Lock()
+	c, hit := rv.cache[key]
+	if hit && now.After(c.expires) {
+		delete(rv.cache, key)
+		hit = false
+	}
+	rv.mu.Unlock()
+	if hit {
+		return c.allowed, c.reason, nil
+	}
+	got, err := rv.reviewer.CreateSubjectAccessReview(ctx, sar)
+	if err != nil {
+		return false, "", fmt.Errorf("subject access review: %w", err)
+	}
+	c = reviewAnswer{allowed: got.Status.Allowed && !got.Status.Denied, reason: got.Status.Reason}
+	if c.allowed {
+		c.expires = now.Add(rv.authorizedTTL)
+	} else {
+		c.expires = now.Add(rv.deniedTTL)
+	}
+	rv.mu.Lock()
+	rv.cache[key] = c
+	rv.mu.Unlock()
+	return c.allowed, c.reason, nil
+}
+
+// reviewKey identifies a review's question.
+func reviewKey(s authorizationv1.SubjectAccessReviewSpec) string {
+	var b strings.Builder
+	ra := s.ResourceAttributes
+	fmt.Fprintf(&b, "%q %q %q %q %q %q|", s.User, s.UID, ra.Verb, ra.Resource, ra.Subresource, ra.Name)
+	groups := append([]string(nil), s.Groups...)
+	sort.Strings(groups)
+	fmt.Fprintf(&b, "%q|", groups)
+	keys := make([]string, 0, len(s.Extra))
+	for k := range s.Extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%q=%q;", k, []string(s.Extra[k]))
+	}
+	return b.String()
+}
