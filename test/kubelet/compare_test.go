@@ -34,6 +34,7 @@ func (tr *tier) podstartOptions() []podsync.Option {
 func (tr *tier) node() criconfig.Node {
 	t := tr.t
 	s := tr.sides["podstart"]
+	f := tr.features()
 	resolv, err := os.ReadFile("/etc/resolv.conf")
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +68,9 @@ func (tr *tier) node() criconfig.Node {
 		Allocatable:       allocatable,
 		// HugePageSizes: left to criconfig.FromHost, which reads them in
 		// directory order as kubelet (runc) does.
-		UserNamespaces: false,
+		// What the runtime reports, as kubelet reads it (features_test.go).
+		UserNamespaces:                 f.userNamespaces,
+		SupplementalGroupsPolicyStrict: f.supplementalGroupsPolicy,
 	}
 }
 

@@ -589,7 +589,11 @@ func (tr *tier) runPodstart(cases []podCase, pods map[string]*corev1.Pod, active
 func TestKubeletEquality(t *testing.T) {
 	tr := setup(t)
 	start := time.Now()
-	cases := podTable(tr.hostDir)
+	features := tr.features()
+	cases := features.forRuntime(podTable(tr.hostDir))
+	saved := allowed
+	allowed = append(slices.Clip(allowed), features.allowances()...)
+	t.Cleanup(func() { allowed = saved })
 	kpods, logPath, kcgroups := tr.runKubelet(cases, 4*time.Minute)
 	kubeletTime := time.Since(start)
 	krec := collect(tr.sides["kubelet"].proxy.Calls())

@@ -161,7 +161,8 @@ func podTable(hostDir string) []podCase {
 			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(false), ReadOnlyRootFilesystem: ptr(true),
 				Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"NET_BIND_SERVICE"}}, ProcMount: ptr(corev1.DefaultProcMount)}
 		})},
-		// Unmasked /proc needs a user namespace, which containerd 1.6 lacks.
+		// Unmasked /proc needs a user namespace, which containerd 1.6 lacks
+		// (on containerd 2 the pod runs: runtimeFeatures.forRuntime).
 		{name: "proc-unmasked", kubelet: noSandboxConfig, pod: mkPod("proc-unmasked", func(p *corev1.Pod) {
 			p.Spec.HostUsers = ptr(false)
 			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{ProcMount: ptr(corev1.UnmaskedProcMount)}
@@ -172,7 +173,8 @@ func podTable(hostDir string) []podCase {
 			p.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
 		})},
-		// containerd 1.6 does not report the feature: kubelet rejects the pod.
+		// containerd 1.6 does not report the feature: kubelet rejects the pod
+		// (containerd 2 does, and the pod runs: runtimeFeatures.forRuntime).
 		{name: "groups-strict", kubelet: rejected, pod: mkPod("groups-strict", func(p *corev1.Pod) {
 			p.Spec.SecurityContext = &corev1.PodSecurityContext{SupplementalGroups: []int64{4000}, SupplementalGroupsPolicy: ptr(corev1.SupplementalGroupsPolicyStrict)}
 		})},
