@@ -3,6 +3,8 @@
 # $PODSTART_E2E_DIR/bin (default /tmp/podstart-e2e/bin):
 #
 #   kube-apiserver  k8s.io/kubernetes/cmd/kube-apiserver v1.37.2
+#   kubectl         k8s.io/kubernetes/cmd/kubectl v1.37.2, the client the
+#                   node API tier drives (logs, exec, attach, port-forward)
 #   etcd            go.etcd.io/etcd/server/v3 v3.7.0, the version
 #                   k8s.io/kubernetes v1.37.2's go.mod pins
 #
@@ -37,13 +39,14 @@ build() { # name package [go build flags]
 }
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(kube-apiserver etcd)
+[ ${#targets[@]} -gt 0 ] || targets=(kube-apiserver etcd kubectl)
 total=$SECONDS
 for t in "${targets[@]}"; do
 	case $t in
 	kube-apiserver) build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver -ldflags "$k8s_ldflags" ;;
 	etcd) build etcd go.etcd.io/etcd/server/v3 ;;
-	*) echo "cluster-build: unknown target $t (kube-apiserver, etcd)" >&2; exit 2 ;;
+	kubectl) build kubectl k8s.io/kubernetes/cmd/kubectl -ldflags "$k8s_ldflags" ;;
+	*) echo "cluster-build: unknown target $t (kube-apiserver, etcd, kubectl)" >&2; exit 2 ;;
 	esac
 done
 echo "cluster-build: done in $((SECONDS - total))s" >&2
