@@ -66,6 +66,10 @@ type Config struct {
 	// "systemd": how sandboxes name their pod cgroup's parent; PodCgroups
 	// must use the same.
 	CgroupDriver string
+	// NodeAPI, if set, serves kubelet's node API (logs, exec, attach,
+	// port-forward, stats) with kubelet's authentication and
+	// authorization through the API server.
+	NodeAPI *NodeAPI
 	// ImageGC, if set, collects unused images with this policy every 5
 	// minutes (imagegc; kubelet's is imagegc.DefaultPolicy()). Nil: never,
 	// as the tests on a runtime shared with other tests want.
@@ -203,6 +207,16 @@ func Run(ctx context.Context, cfg Config) error {
 		}))
 	a.workers = podworker.New(syncer, workerOpts...)
 	defer a.workers.Close()
+	if cfg.NodeAPI != nil {
+		errc := make(chan error, 1)
+		wg.Go(func() { errc <- a.serveNodeAPI(ctx) })
+		defer func() {
+			cancel()
+			if err := <-errc; err != nil {
+				log.Println("nodeagent:", err)
+			}
+		}()
+	}
 	a.rejected = func(pod *corev1.Pod, st corev1.PodStatus) {
 		statuses.OnSync(pod.UID, podworker.PodState{Pod: pod, APIStatus: st, Removed: true})
 	}

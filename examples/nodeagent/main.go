@@ -21,14 +21,18 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -38,6 +42,7 @@ import (
 	"github.com/podstart/podstart/criconfig"
 	"github.com/podstart/podstart/eviction"
 	"github.com/podstart/podstart/imagegc"
+	"github.com/podstart/podstart/nodeapi"
 	"github.com/podstart/podstart/podworker"
 	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/runtime/fake"
@@ -53,19 +58,25 @@ func main() {
 	clusterDomain := flag.String("cluster-domain", "cluster.local", "the cluster's DNS domain (kubelet's --cluster-domain, whose default is none; kubeadm clusters use cluster.local)")
 	perQOS := flag.Bool("cgroups-per-qos", true, "make kubelet's QoS and pod cgroups (kubelet's --cgroups-per-qos; ignored on the fake runtime)")
 	driver := flag.String("cgroup-driver", cgroups.DriverCgroupfs, `kubelet's --cgroup-driver: "cgroupfs", or "systemd" (slices made through systemd's D-Bus API; the runtime must use systemd cgroups too)`)
+	apiAddr := flag.String("node-api-address", ":10250", `where to serve kubelet's node API (logs, exec, attach, port-forward, stats; kubelet's --address and --port); "" for none`)
+	clientCA := flag.String("client-ca-file", "", "CA bundle that verifies client certificates on the node API (kubelet's --client-ca-file); bearer tokens are reviewed through the API server")
+	certFile := flag.String("tls-cert-file", "", "serving certificate of the node API (default: a self-signed one in <root-dir>/pki, as kubelet's)")
+	keyFile := flag.String("tls-private-key-file", "", "key of -tls-cert-file")
+	rotate := flag.Bool("rotate-server-certificates", false, "request the serving certificate through a CertificateSigningRequest to kubernetes.io/kubelet-serving and renew it (kubelet's serverTLSBootstrap); someone must approve it")
 	imageGC := flag.Bool("image-gc", true, "collect unused images at kubelet's thresholds, 85% and 80% (ignored on the fake runtime)")
 	evict := flag.Bool("eviction", true, "evict pods under node pressure at kubelet's hard thresholds (ignored on the fake runtime)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *kubeconfig, *nodeName, *endpoint, *rootDir, *logsDir, *clusterDNS, *clusterDomain, *driver, *perQOS, *imageGC, *evict); err != nil {
+	api := apiFlags{addr: *apiAddr, clientCA: *clientCA, certFile: *certFile, keyFile: *keyFile, rotate: *rotate}
+	if err := run(ctx, *kubeconfig, *nodeName, *endpoint, *rootDir, *logsDir, *clusterDNS, *clusterDomain, *driver, *perQOS, *imageGC, *evict, api); err != nil {
 		fmt.Fprintln(os.Stderr, "nodeagent:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, clusterDNS, clusterDomain, driver string, perQOS, imageGC, evict bool) error {
+func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, clusterDNS, clusterDomain, driver string, perQOS, imageGC, evict bool, api apiFlags) error {
 	if nodeName == "" {
 		h, err := os.Hostname()
 		if err != nil {
@@ -111,7 +122,12 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 			thresholds = eviction.DefaultThresholds()
 		}
 	}
+	nodeAPI, err := api.nodeAPI(ctx, client, nodeName, rootDir)
+	if err != nil {
+		return err
+	}
 	return Run(ctx, Config{
+		NodeAPI:       nodeAPI,
 		PodCgroups:    podCgroups,
 		ImageGC:       gcPolicy,
 		Eviction:      thresholds,
@@ -165,4 +181,62 @@ func hostCgroups(ctx context.Context, rootDir, driver string) (*cgroups.Manager,
 		return nil, err
 	}
 	return m, m.EnsureQoS(ctx)
+}
+
+// apiFlags are the node API's flags.
+type apiFlags struct {
+	addr, clientCA, certFile, keyFile string
+	rotate                            bool
+}
+
+// nodeAPI listens and finds the serving certificate as kubelet would with
+// these flags.
+func (f apiFlags) nodeAPI(ctx context.Context, client kubernetes.Interface, nodeName, rootDir string) (*NodeAPI, error) {
+	if f.addr == "" {
+		return nil, nil
+	}
+	n := &NodeAPI{}
+	if f.clientCA != "" {
+		pem, err := os.ReadFile(f.clientCA)
+		if err != nil {
+			return nil, err
+		}
+		n.ClientCAs = x509.NewCertPool()
+		if !n.ClientCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("no certificates in %s", f.clientCA)
+		}
+	}
+	switch {
+	case f.certFile != "" || f.keyFile != "":
+		c, err := tls.LoadX509KeyPair(f.certFile, f.keyFile)
+		if err != nil {
+			return nil, err
+		}
+		n.Certificate = c
+	case f.rotate:
+		m := nodeapi.NewServingCertificates(csrs{client}, nodeName, func() []corev1.NodeAddress {
+			addrs := []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: nodeName}}
+			if ip := hostIP(); ip != nil {
+				addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip.String()})
+			}
+			return addrs
+		})
+		if err := m.Request(ctx); err != nil {
+			return nil, err
+		}
+		go m.Run(ctx)
+		n.GetCertificate = m.GetCertificate
+	default:
+		c, err := nodeapi.SelfSignedCertificate(filepath.Join(rootDir, "pki"), nodeName)
+		if err != nil {
+			return nil, err
+		}
+		n.Certificate = c
+	}
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return nil, err
+	}
+	n.Listener = ln
+	return n, nil
 }

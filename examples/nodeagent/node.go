@@ -32,6 +32,7 @@ func (a *agent) newHeartbeat() *nodestatus.Heartbeat {
 		Runtime:        a.Runtime,
 		Images:         a.Runtime,
 		KubeletVersion: kubeletVersion,
+		KubeletPort:    a.NodeAPI.port(),
 		State:          state,
 		Clock:          a.Clock,
 		MemoryPressure: a.pressure((*eviction.Manager).IsUnderMemoryPressure),

@@ -441,6 +441,23 @@ func (c *Cluster) NodeKubeconfigFor(name string) (string, error) {
 	return path, nil
 }
 
+// UserKubeconfig writes <Dir>/user-<user>.kubeconfig for a user of its
+// own (a client certificate with CN user and O groups, signed by the
+// cluster's CA, which also signs every other client here) and returns its
+// path and the certificate's files.
+func (c *Cluster) UserKubeconfig(user string, groups ...string) (kubeconfig, certFile, keyFile string, err error) {
+	pki := filepath.Join(c.Dir, "pki")
+	certFile, keyFile, err = c.ca.issue(pki, "user-"+user, pkix.Name{CommonName: user, Organization: groups}, x509.ExtKeyUsageClientAuth, nil, nil)
+	if err != nil {
+		return "", "", "", err
+	}
+	kubeconfig = filepath.Join(c.Dir, "user-"+user+".kubeconfig")
+	if err := c.writeKubeconfig(kubeconfig, user, certFile, keyFile); err != nil {
+		return "", "", "", err
+	}
+	return kubeconfig, certFile, keyFile, nil
+}
+
 func (c *Cluster) writeKubeconfig(path, user, certFile, keyFile string) error {
 	const tmpl = `apiVersion: v1
 kind: Config
