@@ -44,6 +44,10 @@
 //   - criconfig.ServiceEnvVars with pkg/kubelet/envvars.FromServices, and
 //     podsync's env file parser (fileKeyRef) with pkg/kubelet/util/env's
 //     ParseEnv (see env_test.go);
+//   - nodeapi.RequestAttributes with kubelet's
+//     NewNodeAuthorizerAttributesGetter (pkg/kubelet/server) on random
+//     request paths and methods: verbs, subresources and their order
+//     (nodeapi_test.go);
 //   - validation.Pod with the API server's create path for pods, in the
 //     package validation below (its own doc says how to run and replay it).
 //
