@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"sort"
@@ -54,6 +55,9 @@ func TestDemoPodTiming(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The demo's images name env.sh's default registry; this environment's
+	// may listen elsewhere (PODSTART_E2E_AUTH_PORT).
+	data = bytes.ReplaceAll(data, []byte("127.0.0.1:5050/"), []byte(e.registry+"/"))
 	var spec corev1.Pod
 	if err := yaml.UnmarshalStrict(data, &spec); err != nil {
 		t.Fatal(err)
@@ -67,6 +71,9 @@ func TestDemoPodTiming(t *testing.T) {
 	for round := 0; round < 3; round++ {
 		pod := newPod(t, rt, "timing", spec.Spec.Containers...)
 		pod.Spec = *spec.Spec.DeepCopy()
+		if pod.Spec.SecurityContext == nil {
+			pod.Spec.SecurityContext = &corev1.PodSecurityContext{} // the API server's default, as newPod's
+		}
 		rec = &recorder{RuntimeService: rt}
 		ims := images.NewManager(rt, images.WithNodeKeyring(keyring))
 		s := podsync.NewSyncer(rec, ims, podsync.WithRootDir(root), podsync.WithPodLogsDir(root+"/logs"))
