@@ -67,8 +67,11 @@ var rules = map[string]rule{
 	"cgroups":       {module: []string{"criconfig", "validation", "internal/..."}, forbid: heavyDeps},
 	"containerlogs": {module: []string{"runtime", "podsync", "internal/..."}, forbid: heavyDeps},
 	"imagegc":       {module: []string{"runtime", "podsync", "images", "images/pullrecords", "internal/..."}, forbid: heavyDeps},
-	"eviction":      {module: []string{"runtime", "podsync", "apistatus", "criconfig", "images", "imagegc", "cgroups", "internal/..."}, forbid: heavyDeps},
-	"probes":        {module: []string{"podsync", "images", "runtime", "internal/..."}, forbid: heavyDeps},
+	"eviction":      {module: []string{"runtime", "podsync", "apistatus", "criconfig", "images", "imagegc", "cgroups", "stats", "internal/..."}, forbid: heavyDeps},
+	// stats: the node's stats Summary and resource metrics (issue 25),
+	// over CRI and the host, for eviction and the node API.
+	"stats":  {module: []string{"runtime", "criconfig", "internal/..."}, forbid: heavyDeps},
+	"probes": {module: []string{"podsync", "images", "runtime", "internal/..."}, forbid: heavyDeps},
 	// nodeapi: the node's HTTP API, a top floor beside statusmanager,
 	// serving podworker's pods and the runtime's streams (no client-go).
 	"nodeapi": {module: []string{"podworker", "podsync", "runtime"}, forbid: heavyDeps},

@@ -35,15 +35,14 @@
 // ephemeral storage and process count. A signal whose stats are missing is
 // not observed and its thresholds are never met.
 //
-// CRISource is a StatsSource for a node without a stats provider: pods
-// from CRI ListPodSandboxStats (PodStatsFromCRI: working sets, process
-// counts, writable layers), node memory from /proc/meminfo, nodefs from
-// statfs of the root directory, imagefs and containerfs from statfs of the
-// mount points CRI ImageFsInfo names, PIDs as kubelet's pidlimit. It does
-// not measure container logs or volumes (so the disk rankings and
-// emptyDir limits see only writable layers), nor the pods cgroup unless
-// WithPodsMemory gives it (allocatableMemory.available is otherwise not
-// observed).
+// CRISource is a StatsSource over a stats.Provider (package stats: CRI
+// ListPodSandboxStats and the host, as kubelet's CRI stats provider),
+// keeping CPU samples on every pass as kubelet's eviction manager does.
+// The provider reports the image filesystem as the container filesystem
+// too, as kubelet's CRI stats provider does. It does not measure volumes
+// (so the disk rankings and emptyDir limits see writable layers, logs and
+// etc-hosts), nor the pods cgroup unless WithPodsMemory gives it
+// (allocatableMemory.available is otherwise not observed).
 //
 // # One pass (Manager.Synchronize)
 //

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,6 +84,10 @@ func TestCRISourceEvictsTheHog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// kubelet counts running containers only
+		if err := rt.StartContainer(ctx, id); err != nil {
+			t.Fatal(err)
+		}
 		ids[name] = id
 	}
 	if err := rt.SetMemoryUsage(ids["quiet"], 50<<20); err != nil {
@@ -134,49 +137,6 @@ func TestCRISourceEvictsTheHog(t *testing.T) {
 	want := "The node was low on resource: memory. Threshold quantity: 100Mi, available: 50Mi. Container c was using 700Mi, request is 100Mi, has larger consumption of memory. "
 	if h.evicted[0].Message != want {
 		t.Errorf("message %q, want %q", h.evicted[0].Message, want)
-	}
-}
-
-func TestPodStatsFromCRI(t *testing.T) {
-	t.Parallel()
-	u := func(v uint64) *runtimeapi.UInt64Value { return &runtimeapi.UInt64Value{Value: v} }
-	ctr := func(name string, attempt uint32, ws, rootfs uint64) *runtimeapi.ContainerStats {
-		return &runtimeapi.ContainerStats{
-			Attributes:    &runtimeapi.ContainerAttributes{Metadata: &runtimeapi.ContainerMetadata{Name: name, Attempt: attempt}},
-			Memory:        &runtimeapi.MemoryUsage{WorkingSetBytes: u(ws)},
-			WritableLayer: &runtimeapi.FilesystemUsage{UsedBytes: u(rootfs), InodesUsed: u(rootfs / 10)},
-		}
-	}
-	sb := func(uid string, attempt uint32, procs uint64, cs ...*runtimeapi.ContainerStats) *runtimeapi.PodSandboxStats {
-		return &runtimeapi.PodSandboxStats{
-			Attributes: &runtimeapi.PodSandboxAttributes{Metadata: &runtimeapi.PodSandboxMetadata{Name: "p-" + uid, Namespace: "ns", Uid: uid, Attempt: attempt}},
-			Linux:      &runtimeapi.LinuxPodSandboxStats{Memory: &runtimeapi.MemoryUsage{WorkingSetBytes: u(procs * 10)}, Process: &runtimeapi.ProcessUsage{ProcessCount: u(procs)}, Containers: cs},
-		}
-	}
-	got := eviction.PodStatsFromCRI([]*runtimeapi.PodSandboxStats{
-		sb("a", 1, 3, ctr("c", 0, 100, 1000), ctr("c", 2, 200, 2000), ctr("c", 1, 150, 1500), ctr("d", 0, 7, 70)),
-		sb("a", 0, 9), // an older sandbox of the same pod
-		sb("b", 0, 1),
-		{Attributes: &runtimeapi.PodSandboxAttributes{}}, // no metadata
-	})
-	var summary []string
-	for _, p := range got {
-		s := p.PodRef.UID + ":"
-		if p.ProcessStats != nil {
-			s += " procs=" + resource.NewQuantity(int64(*p.ProcessStats.ProcessCount), resource.DecimalSI).String()
-		}
-		for _, c := range p.Containers {
-			s += " " + c.Name + "=" + resource.NewQuantity(int64(*c.Memory.WorkingSetBytes), resource.DecimalSI).String() +
-				"/" + resource.NewQuantity(int64(*c.Rootfs.UsedBytes), resource.DecimalSI).String()
-		}
-		if p.EphemeralStorage != nil {
-			s += " ephemeral=" + resource.NewQuantity(int64(*p.EphemeralStorage.UsedBytes), resource.DecimalSI).String()
-		}
-		summary = append(summary, s)
-	}
-	want := []string{"a: procs=3 c=200/2k d=7/70 ephemeral=2070", "b: procs=1"}
-	if diff := cmp.Diff(want, summary); diff != "" {
-		t.Errorf("pod stats (-want +got):\n%s", diff)
 	}
 }
 
