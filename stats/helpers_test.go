@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -157,3 +158,5 @@ func (n *node) provider(opts ...stats.Option) *stats.Provider {
 		})}
 	return stats.New(n.rt, n.rt, append(base, opts...)...)
 }
+
+func metaTime(t time.Time) metav1.Time { return metav1.NewTime(t) }
