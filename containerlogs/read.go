@@ -177,6 +177,12 @@ func (h *watchHub) readLogs(ctx context.Context, path, containerID string, opts 
 						}
 						return fmt.Errorf("failed to open log file %q: %w", path, err)
 					}
+					if sameFile(f, nf) {
+						// Created anew again before we looked: the
+						// file we read is already the live one.
+						nf.Close()
+						continue
+					}
 					f.Close()
 					f = nf
 					r.Reset(f)
@@ -382,4 +388,14 @@ func (w *lineWriter) write(l *Line, startsLine bool) error {
 		return errLimitReached
 	}
 	return nil
+}
+
+// sameFile reports whether a and b are one file.
+func sameFile(a, b *os.File) bool {
+	sa, err := a.Stat()
+	if err != nil {
+		return false
+	}
+	sb, err := b.Stat()
+	return err == nil && os.SameFile(sa, sb)
 }
