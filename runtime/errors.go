@@ -122,7 +122,10 @@ func classOf(code codes.Code, err error) error {
 		return ErrRegistryUnavailable
 	case strings.HasPrefix(msg, ErrSignatureValidationFailed.Error()):
 		return ErrSignatureValidationFailed
-	case strings.Contains(msg, "401 Unauthorized"), strings.Contains(msg, "403 Forbidden"):
+	case strings.Contains(msg, "401 Unauthorized"), strings.Contains(msg, "403 Forbidden"),
+		// containerd 2.x's words for a registry that refused the
+		// credentials (or wanted some).
+		strings.Contains(msg, "pull access denied"), strings.Contains(msg, "authorization failed"):
 		return ErrUnauthorized
 	case registryUnreachable(msg):
 		return ErrRegistryUnavailable

@@ -29,6 +29,7 @@ func TestClassify(t *testing.T) {
 		{"unauthenticated code", status.Error(codes.Unauthenticated, "no"), ErrUnauthorized, codes.Unauthenticated},
 		{"containerd 401 as Unknown", status.Error(codes.Unknown, containerd401), ErrUnauthorized, codes.Unknown},
 		{"403 as Unknown", status.Error(codes.Unknown, "pulling failed: 403 Forbidden"), ErrUnauthorized, codes.Unknown},
+		{"containerd 2 refused credentials", status.Error(codes.Unknown, `failed to pull and unpack image "127.0.0.1:5060/busybox:1.35": failed to resolve image: pull access denied, repository does not exist or may require authorization: authorization failed: no basic auth credentials`), ErrUnauthorized, codes.Unknown},
 		{"registry unavailable", status.Error(codes.Unknown, "RegistryUnavailable: dial tcp: refused"), ErrRegistryUnavailable, codes.Unknown},
 		{"signature", status.Error(codes.Unknown, "SignatureValidationFailed: bad sig"), ErrSignatureValidationFailed, codes.Unknown},
 		{"plain error", errors.New("boom"), nil, codes.Unknown},
