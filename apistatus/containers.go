@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstart/podstart/podsync"
 )
@@ -156,6 +157,8 @@ func (c *converter) statuses(previous []corev1.ContainerStatus, containers []cor
 			s.Resources = statusResources(spec, s, cs, oldp)
 			s.AllocatedResources = spec.Resources.Requests
 		}
+		// SupplementalGroupsPolicy (GA): the runtime's view of the user.
+		s.User = containerUser(cs.User)
 		if seen[cs.Name] == 0 {
 			statuses[cs.Name] = s
 		} else {
@@ -369,4 +372,16 @@ func hasTrueCondition(conds []corev1.PodCondition, t corev1.PodConditionType) bo
 		}
 	}
 	return false
+}
+
+// containerUser is kubelet's convertContainerStatusUser.
+func containerUser(u *runtimeapi.ContainerUser) *corev1.ContainerUser {
+	if u == nil {
+		return nil
+	}
+	out := &corev1.ContainerUser{}
+	if l := u.GetLinux(); l != nil {
+		out.Linux = &corev1.LinuxContainerUser{UID: l.GetUid(), GID: l.GetGid(), SupplementalGroups: l.GetSupplementalGroups()}
+	}
+	return out
 }

@@ -52,6 +52,10 @@ type ContainerStatus struct {
 	// Resources are the CPU and memory the runtime reports the instance
 	// runs with, nil when it reports none (kubelet's ContainerResources).
 	Resources *ContainerResources
+	// User is the identity of the instance's first process as the
+	// runtime reports it (CRI ContainerStatus.user: containerd 2.x does,
+	// 1.6 does not); nil when it reports none.
+	User *runtimeapi.ContainerUser
 }
 
 // ContainerResources are a container's CPU and memory as the runtime

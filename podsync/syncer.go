@@ -280,6 +280,7 @@ func toContainerStatus(c *runtimeapi.Container, s *runtimeapi.ContainerStatus) *
 		ExitCode: int(s.ExitCode), Reason: s.Reason, Message: s.Message,
 		Image: s.GetImage().GetImage(), ImageRef: s.ImageRef,
 		LogPath: s.LogPath, Annotations: s.Annotations, Resources: containerResourcesOf(s.Resources),
+		User: s.User,
 	}
 	if name := s.Labels[LabelContainerName]; name != "" {
 		cs.Name = name
