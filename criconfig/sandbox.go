@@ -124,10 +124,11 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, node Node) (*runtimeapi.PodS
 			lc.SecurityContext.SupplementalGroupsPolicy = v
 		}
 		lc.SecurityContext.SelinuxOptions = seLinux(sc.SELinuxOptions)
-	} else if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
-		// Kubelet sets namespaces only with a security context (the API
-		// server always defaults one); an undefaulted pod asking for a user
-		// namespace still gets it, never the node's.
+	} else {
+		// Kubelet sets namespaces only with a security context, which the
+		// API server always defaults; an undefaulted pod gets them too, as
+		// its containers do (containerd 2.x refuses containers whose user
+		// namespace differs from their sandbox's).
 		ns, err := NamespaceOptions(pod, node)
 		if err != nil {
 			return nil, err
