@@ -6,6 +6,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstart/podstart/criconfig"
 )
@@ -30,5 +31,26 @@ func TestSandboxNamespacesWithoutSecurityContext(t *testing.T) {
 	gns, wns := got.GetLinux().GetSecurityContext().GetNamespaceOptions(), want.GetLinux().GetSecurityContext().GetNamespaceOptions()
 	if wns == nil || !proto.Equal(gns, wns) {
 		t.Errorf("namespaces %v, want %v", gns, wns)
+	}
+}
+
+func TestWithRuntimeStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		st               *runtimeapi.StatusResponse
+		userns, strictSG bool
+	}{
+		{"containerd 1.6: nothing said", &runtimeapi.StatusResponse{}, false, false},
+		{"containerd 2: both", &runtimeapi.StatusResponse{
+			RuntimeHandlers: []*runtimeapi.RuntimeHandler{{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{UserNamespaces: true}},
+				{Name: "runc", Features: &runtimeapi.RuntimeHandlerFeatures{UserNamespaces: true}}},
+			Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true}}, true, true},
+		{"another handler only", &runtimeapi.StatusResponse{
+			RuntimeHandlers: []*runtimeapi.RuntimeHandler{{Name: "kata", Features: &runtimeapi.RuntimeHandlerFeatures{UserNamespaces: true}}}}, false, false},
+	} {
+		n := criconfig.Node{UserNamespaces: true, SupplementalGroupsPolicyStrict: true}.WithRuntimeStatus(tc.st)
+		if n.UserNamespaces != tc.userns || n.SupplementalGroupsPolicyStrict != tc.strictSG {
+			t.Errorf("%s: user namespaces %v, strict groups %v", tc.name, n.UserNamespaces, n.SupplementalGroupsPolicyStrict)
+		}
 	}
 }

@@ -159,3 +159,19 @@ func (n Node) cgroupsPerQOS() bool { return n.CgroupsPerQOS == nil || *n.Cgroups
 type UserNamespaceMapper interface {
 	UserNamespace(pod *corev1.Pod) (*runtimeapi.UserNamespace, error)
 }
+
+// WithRuntimeStatus is n with what the runtime's CRI Status says of
+// itself, as kubelet reads it: user namespaces from its default
+// handler's features (UserNamespaces), and support for the Strict
+// supplemental-groups policy (SupplementalGroupsPolicyStrict). A runtime
+// that says nothing (containerd 1.6) supports neither.
+func (n Node) WithRuntimeStatus(st *runtimeapi.StatusResponse) Node {
+	n.UserNamespaces = false
+	for _, h := range st.GetRuntimeHandlers() {
+		if h.GetName() == "" {
+			n.UserNamespaces = h.GetFeatures().GetUserNamespaces()
+		}
+	}
+	n.SupplementalGroupsPolicyStrict = st.GetFeatures().GetSupplementalGroupsPolicy()
+	return n
+}

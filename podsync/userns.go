@@ -36,7 +36,11 @@ var ErrUserNamespace = errors.New("user namespace")
 // kubelet does (<root>/pods/<uid>/userns, kubelet's JSON), finds the
 // ranges of existing pods there when it starts, and frees a pod's range
 // when the pod is removed. It is a criconfig.UserNamespaceMapper and safe
-// for concurrent use.
+// for concurrent use. Unlike kubelet, which takes a random free range (its
+// allocation bitmap's random scan), it takes the lowest free one: the
+// same pods get the same host IDs run after run, which makes a node's
+// files and processes easier to read; no range is more or less isolated
+// than another.
 type UserNamespaces struct {
 	podsDir   string
 	first     uint32 // first host ID of the node's range

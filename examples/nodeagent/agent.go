@@ -114,6 +114,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("runtime version: %w", err)
 	}
+	// What the runtime supports (user namespaces, Strict supplemental
+	// groups), as kubelet reads it from CRI Status.
+	st, err := cfg.Runtime.Status(ctx, false)
+	if err != nil {
+		return fmt.Errorf("runtime status: %w", err)
+	}
+	a.host = a.host.WithRuntimeStatus(st)
 	heartbeat := a.newHeartbeat()
 	node, err := heartbeat.Register(ctx)
 	if err != nil {
