@@ -24,8 +24,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	critest "k8s.io/cri-api/pkg/apis/testing"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	critest "k8s.io/cri-api/pkg/apis/testing"
 	kubeletlogs "k8s.io/cri-client/pkg/logs"
 	"k8s.io/utils/ptr"
 
