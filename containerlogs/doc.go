@@ -1,6 +1,9 @@
 // Package containerlogs rotates the log files of a node's running
 // containers, as kubelet's ContainerLogManager (pkg/kubelet/logs) does,
-// so that a container writing without pause cannot fill the node's disk.
+// so that a container writing without pause cannot fill the node's disk,
+// and reads them for kubectl logs, as kubelet's log reader
+// (k8s.io/cri-client/pkg/logs, which kubelet v1.37 calls from
+// pkg/kubelet/kuberuntime) does.
 //
 // # What a pass does
 //
@@ -54,8 +57,85 @@
 // (ErrReopen, ErrRestore, ErrOutsideLogsDir, ErrNotRegular, and the
 // runtime's classes such as runtime.ErrNotFound).
 //
+// # Reading a log
+//
+// ReadLogs reads one container log file, the live one the runtime reports
+// (ContainerStatus's log path): like kubelet it never reads the rotated
+// files (<live>.<timestamp>[.gz]), so after a rotation kubectl logs starts
+// at the live file's beginning. NewLogOptions converts the API's
+// PodLogOptions as kubelet does; ValidateLogOptions refuses what kubelet's
+// server refuses (422) and StreamWriters picks the writers for the stream
+// option as kubelet's server does (v1.37: PodLogsQuerySplitStreams is off
+// by default, so only All, or no stream, is served; ErrStreamNotEnabled
+// otherwise, kubelet's 400 and text).
+//
+// The file's format is decided by its first line read: the CRI format
+//
+//	2016-10-06T00:17:09.669794202Z stdout P part of a line
+//	2016-10-06T00:17:09.669794203Z stderr F its end
+//
+// (ParseCRILine), else Docker's JSON log format (ParseDockerJSONLine), else
+// the read fails with ErrUnsupportedLogFormat. Lines that do not parse
+// after that are skipped. Each line's content goes to the writer of its
+// stream; a nil writer skips the stream's lines without counting their
+// bytes. A partial (P) line's content has no newline, so the container's
+// line is joined on output; with Timestamp, the time and a space go before
+// content that starts a line (the previous content written, of either
+// stream, ended with a newline).
+//
+//   - TailLines n starts at the (n+1)-th newline from the end: the last n
+//     lines of the file, partial ones each counted, a last line without a
+//     newline not counted. The file is read backwards in 32 KiB blocks
+//     until they are found; a tail larger than the file is the whole file
+//     without reading. Without Follow, at most n lines are then written
+//     (lines skipped by Since or a nil writer count).
+//   - Since skips lines with an earlier time (an equal time is kept).
+//   - LimitBytes stops the read once that many bytes are written,
+//     timestamps included, cutting the last line.
+//   - Without Follow the read ends at the end of the file; a last line
+//     without a newline is written as it is.
+//   - With Follow, at the end of the file ReadLogs asks the runtime whether
+//     the container runs (ContainerStatus; an unavailable runtime counts as
+//     running) and, if so, waits for an event of the log's directory or
+//     1 s, and reads on. A line without its newline yet is read again once
+//     it is whole. When the live name is created anew (the runtime
+//     reopened the log after a rotation) the new file is read from its
+//     start. Once the container is seen stopped, the file is read to its
+//     end and ReadLogs returns nil; when ctx ends it returns an error
+//     matching ErrContextCancelled and ctx.Err(), with kubelet's text
+//     "context cancelled".
+//
+// Memory is bounded by the longest line in the file (runtimes split lines
+// at 16 KiB), whatever TailLines, LimitBytes and the file's size: lines
+// are read through a 32 KiB buffer and written one at a time from the
+// calling goroutine, so a slow writer slows the read and nothing is
+// buffered for it. A Write that never returns blocks ReadLogs, even past
+// ctx: the HTTP server must bound its writes (a write deadline, or closing
+// the connection when the client goes). A follow that returns leaves no
+// goroutine, file or watch behind.
+//
+// Follows share one fsnotify watcher (one inotify instance) per process,
+// and one watch per directory, made when the first follow waits and
+// closed, with its one goroutine, when the last ends. Kubelet makes an
+// inotify instance per follow, so a node's concurrent follows stop at the
+// per-user limit (fs.inotify.max_user_instances, 128 on many
+// distributions) with "too many open files"; here 1,000 follows of one
+// file hold one instance and one watch.
+//
 // # Differences from kubelet v1.37
 //
+//   - Reading: when the runtime reopens the live log while a follow reads
+//     the rotated file, kubelet switches to the new file at once and loses
+//     what the container wrote to the old one since its last read (the
+//     lines between the rotation's rename and the runtime's reopen);
+//     ReadLogs reads the old file to its end first. A reopen that finds
+//     the file it already reads is not read again from its start. A watch
+//     error counts against the five kubelet lets pass in one wait,
+//     delivered to every follow of the watcher. A negative LimitBytes,
+//     which kubelet's API validation refuses and on which its reader
+//     panics, fails with ErrInvalidLogOptions. Errors wrap the os error
+//     (os.ErrNotExist) where kubelet formats it with %v; the texts are
+//     kubelet's.
 //   - All file work is done through an os.Root opened on the pod logs
 //     directory: a log path outside it is refused with ErrOutsideLogsDir
 //     (kubelet rotates whatever path the runtime reports), symlinks never
