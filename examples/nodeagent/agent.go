@@ -7,6 +7,7 @@ import (
 	"log"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
@@ -33,6 +34,7 @@ import (
 	"github.com/podstart/podstart/podworker"
 	"github.com/podstart/podstart/probes"
 	"github.com/podstart/podstart/runtime"
+	"github.com/podstart/podstart/stats"
 	"github.com/podstart/podstart/statusmanager"
 )
 
@@ -96,7 +98,8 @@ type agent struct {
 	// Failed and it is never run (kubelet's rejectPod).
 	rejected func(*corev1.Pod, corev1.PodStatus)
 	volumes  *apiobjects.Volumes
-	pods     cache.Store // the informer's pods bound to this node
+	pods     cache.Store     // the informer's pods bound to this node
+	stats    *stats.Provider // nil on a runtime without CRI stats
 }
 
 // Run runs the agent until ctx ends. Pods keep running on the runtime when
@@ -214,6 +217,18 @@ func Run(ctx context.Context, cfg Config) error {
 		}))
 	a.workers = podworker.New(syncer, workerOpts...)
 	defer a.workers.Close()
+	// One stats provider for eviction and the node API's summary, as
+	// kubelet's: eviction's passes (every 10 s) keep the CPU samples the
+	// usage rates come from; without eviction a loop of its own does.
+	if sl, ok := cfg.Runtime.(runtime.StatsLister); ok {
+		if fs, ok := cfg.Runtime.(runtime.ImageFsInfoReader); ok {
+			a.stats = stats.New(sl, fs, stats.WithNodeName(cfg.NodeName), stats.WithRootDir(cfg.RootDir),
+				stats.WithPodLogsDir(cfg.PodLogsDir), stats.WithClock(cfg.Clock))
+			if cfg.Eviction == nil {
+				wg.Go(func() { a.sampleStats(ctx) })
+			}
+		}
+	}
 	if cfg.NodeAPI != nil {
 		errc := make(chan error, 1)
 		wg.Go(func() { errc <- a.serveNodeAPI(ctx) })
@@ -334,9 +349,7 @@ func (c apiClient) DeletePod(ctx context.Context, ns, name string, uid types.UID
 // host's, reclaiming images with imageGC (when the agent collects them)
 // before it evicts pods through the workers.
 func (a *agent) newEviction(recorder record.EventRecorder, imageGC *imagegc.Manager, nodeUID types.UID) (*eviction.Manager, error) {
-	stats, ok := a.Runtime.(runtime.StatsLister)
-	fsInfo, ok2 := a.Runtime.(runtime.ImageFsInfoReader)
-	if !ok || !ok2 {
+	if a.stats == nil {
 		return nil, fmt.Errorf("eviction: the runtime reports no stats (CRI ListPodSandboxStats, ImageFsInfo)")
 	}
 	opts := []eviction.Option{eviction.WithThresholds(a.Eviction), eviction.WithClock(a.Clock), eviction.WithRecorder(recorder),
@@ -345,7 +358,22 @@ func (a *agent) newEviction(recorder record.EventRecorder, imageGC *imagegc.Mana
 	if imageGC != nil {
 		opts = append(opts, eviction.WithImageGC(imageGC))
 	}
-	return eviction.New(eviction.NewCRISource(stats, fsInfo, eviction.WithRootDir(a.RootDir)), evictions{a}, opts...), nil
+	return eviction.New(eviction.ProviderSource(a.stats), evictions{a}, opts...), nil
+}
+
+// sampleStats takes the stats samples the summary's CPU rates come from
+// every 10 s, what kubelet's eviction manager does for it.
+func (a *agent) sampleStats(ctx context.Context) {
+	t := a.Clock.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		_, _ = a.stats.Get(ctx, true)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+	}
 }
 
 // evictions is the eviction manager's Killer: the pods the workers run,

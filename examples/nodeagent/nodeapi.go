@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -14,9 +15,11 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/podstart/podstart/containerlogs"
 	"github.com/podstart/podstart/nodeapi"
 )
 
@@ -110,8 +113,26 @@ func (c csrs) GetCertificateSigningRequest(ctx context.Context, name string) (*c
 	return c.c.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
 }
 
-// logReader, summary and resourceMetrics are what the node API serves logs
-// and stats with; nil until the agent has them.
-func (a *agent) logReader() nodeapi.LogReader             { return nil }
-func (a *agent) summary() nodeapi.SummaryProvider         { return nil }
-func (a *agent) resourceMetrics() nodeapi.ResourceMetrics { return nil }
+// summary and resourceMetrics serve the stats; nil on a runtime without
+// CRI stats.
+func (a *agent) summary() nodeapi.SummaryProvider {
+	if a.stats == nil {
+		return nil
+	}
+	return a.stats
+}
+
+func (a *agent) resourceMetrics() nodeapi.ResourceMetrics {
+	if a.stats == nil {
+		return nil
+	}
+	return a.stats.ResourceMetrics
+}
+
+// logReader reads container logs as kubelet's ReadLogs, asking the
+// runtime whether a followed container still runs.
+func (a *agent) logReader() nodeapi.LogReader {
+	return func(ctx context.Context, path, containerID string, opts *corev1.PodLogOptions, stdout, stderr io.Writer) error {
+		return containerlogs.ReadLogs(ctx, path, containerID, containerlogs.NewLogOptions(opts, a.Clock.Now()), a.Runtime, stdout, stderr)
+	}
+}
