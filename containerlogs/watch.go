@@ -79,11 +79,11 @@ func (s *watchSub) post(f func(*watchEvents)) {
 func (h *watchHub) subscribe(dir, base string) (*watchSub, error) {
 	dir = filepath.Clean(dir)
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	set := h.cur
 	if set == nil {
 		w, err := h.newWatcher()
 		if err != nil {
+			h.mu.Unlock()
 			return nil, fmt.Errorf("failed to create fsnotify watcher: %w", err)
 		}
 		set = &watchSet{w: w, dirs: map[string]map[*watchSub]struct{}{}, done: make(chan struct{})}
@@ -93,11 +93,13 @@ func (h *watchHub) subscribe(dir, base string) (*watchSub, error) {
 	subs := set.dirs[dir]
 	if subs == nil {
 		if err := set.w.Add(dir); err != nil {
-			if len(set.dirs) == 0 {
+			unused := len(set.dirs) == 0
+			if unused {
 				h.cur = nil
-				h.mu.Unlock()
+			}
+			h.mu.Unlock()
+			if unused {
 				set.close()
-				h.mu.Lock()
 			}
 			return nil, fmt.Errorf("failed to watch directory %q: %w", dir, err)
 		}
@@ -106,6 +108,7 @@ func (h *watchHub) subscribe(dir, base string) (*watchSub, error) {
 	}
 	s := &watchSub{set: set, dir: dir, base: base, notify: make(chan struct{}, 1)}
 	subs[s] = struct{}{}
+	h.mu.Unlock()
 	return s, nil
 }
 
