@@ -107,7 +107,7 @@
 //
 // Memory is bounded by the longest line in the file (runtimes split lines
 // at 16 KiB), whatever TailLines, LimitBytes and the file's size: lines
-// are read through a 32 KiB buffer and written one at a time from the
+// are read through a 4 KiB buffer and written one at a time from the
 // calling goroutine, so a slow writer slows the read and nothing is
 // buffered for it. A Write that never returns blocks ReadLogs, even past
 // ctx: the HTTP server must bound its writes (a write deadline, or closing

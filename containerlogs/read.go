@@ -233,7 +233,7 @@ func (h *watchHub) readLogs(ctx context.Context, path, containerID string, opts 
 
 // readBufferSize is the read buffer of a ReadLogs; lines longer than it
 // are gathered in a buffer of their own, reused from line to line.
-const readBufferSize = 32 << 10
+const readBufferSize = 4 << 10
 
 // lineReader returns the file's lines one at a time, each valid until the
 // next call: from the bufio.Reader's buffer when it fits, else gathered.
