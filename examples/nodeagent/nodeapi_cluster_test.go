@@ -47,6 +47,10 @@ func TestNodeAPIWithKubectl(t *testing.T) {
 	}
 
 	const node = "podstart-nodeapi"
+	// A run that failed half-way leaves its pods on containerd: removed
+	// before and after.
+	removeLeftovers(t, endpoint, "nodeapi")
+	t.Cleanup(func() { removeLeftovers(t, endpoint, "nodeapi") })
 	// The node is reached at its InternalIP, as the agent reports it.
 	c := cluster.StartT(t, cluster.Options{NodeName: node, ExtraAPIServerArgs: []string{"--kubelet-preferred-address-types=InternalIP"}})
 	admin := clientFor(t, c.AdminKubeconfig)
@@ -92,10 +96,10 @@ func TestNodeAPIWithKubectl(t *testing.T) {
 				ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"sh", "-c", script}}}}}
 	}
 	for _, p := range []*corev1.Pod{
-		pod("printer", corev1.RestartPolicyAlways, "echo one; echo two; echo three; echo four; sleep 1; echo oops >&2; exec sleep 3600"),
-		pod("ticker", corev1.RestartPolicyAlways, "i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.2; done"),
-		pod("crasher", corev1.RestartPolicyAlways, "echo run $(date +%s); sleep 1; exit 1"),
-		pod("web", corev1.RestartPolicyAlways, "mkdir -p /www && echo hello-from-pod > /www/index.html && exec httpd -f -p 8080 -h /www"),
+		pod("nodeapi-printer", corev1.RestartPolicyAlways, "echo one; echo two; echo three; echo four; sleep 1; echo oops >&2; exec sleep 3600"),
+		pod("nodeapi-ticker", corev1.RestartPolicyAlways, "i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.2; done"),
+		pod("nodeapi-crasher", corev1.RestartPolicyAlways, "echo run $(date +%s); sleep 1; exit 1"),
+		pod("nodeapi-web", corev1.RestartPolicyAlways, "mkdir -p /www && echo hello-from-pod > /www/index.html && exec httpd -f -p 8080 -h /www"),
 	} {
 		if _, err := admin.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -109,7 +113,7 @@ func TestNodeAPIWithKubectl(t *testing.T) {
 		ok := 0
 		for _, p := range list.Items {
 			for _, cs := range p.Status.ContainerStatuses {
-				if p.Name == "crasher" && cs.RestartCount >= 1 || p.Name != "crasher" && cs.State.Running != nil {
+				if p.Name == "nodeapi-crasher" && cs.RestartCount >= 1 || p.Name != "nodeapi-crasher" && cs.State.Running != nil {
 					ok++
 				}
 			}
@@ -139,18 +143,18 @@ func TestNodeAPIWithKubectl(t *testing.T) {
 	}
 
 	// exec, with and without stdin.
-	if got := must("", "exec", "printer", "--", "cat", "/etc/hostname"); got != "printer\n" {
+	if got := must("", "exec", "nodeapi-printer", "--", "cat", "/etc/hostname"); got != "nodeapi-printer\n" {
 		t.Errorf("kubectl exec cat /etc/hostname: %q", got)
 	}
-	if got := must("hello node api", "exec", "-i", "printer", "--", "tr", "a-z", "A-Z"); got != "HELLO NODE API" {
+	if got := must("hello node api", "exec", "-i", "nodeapi-printer", "--", "tr", "a-z", "A-Z"); got != "HELLO NODE API" {
 		t.Errorf("kubectl exec -i tr: %q", got)
 	}
-	if _, err := kubectl("", "exec", "printer", "--", "sh", "-c", "exit 3"); err == nil || !strings.Contains(err.Error(), "exit status 3") {
+	if _, err := kubectl("", "exec", "nodeapi-printer", "--", "sh", "-c", "exit 3"); err == nil || !strings.Contains(err.Error(), "exit status 3") {
 		t.Errorf("kubectl exec exit 3: %v", err)
 	}
 
 	// attach: the running container's output.
-	attach := exec.Command(kubectlBin, "--kubeconfig", c.AdminKubeconfig, "attach", "ticker")
+	attach := exec.Command(kubectlBin, "--kubeconfig", c.AdminKubeconfig, "attach", "nodeapi-ticker")
 	aout, _ := attach.StdoutPipe()
 	if err := attach.Start(); err != nil {
 		t.Fatal(err)
@@ -163,7 +167,7 @@ func TestNodeAPIWithKubectl(t *testing.T) {
 	}
 
 	// port-forward to the pod's HTTP server.
-	pf := exec.Command(kubectlBin, "--kubeconfig", c.AdminKubeconfig, "port-forward", "pod/web", ":8080")
+	pf := exec.Command(kubectlBin, "--kubeconfig", c.AdminKubeconfig, "port-forward", "pod/nodeapi-web", ":8080")
 	pfout, _ := pf.StdoutPipe()
 	if err := pf.Start(); err != nil {
 		t.Fatal(err)
@@ -188,31 +192,31 @@ func TestNodeAPIWithKubectl(t *testing.T) {
 	// Logs, with kubectl's options. The printer's stderr line comes a
 	// second after the rest (containerd reads stdout and stderr apart).
 	eventually60(t, "the printer's last line", func() bool {
-		out, err := kubectl("", "logs", "printer", "--tail=1")
+		out, err := kubectl("", "logs", "nodeapi-printer", "--tail=1")
 		return err == nil && out == "oops\n"
 	})
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"logs", "printer"}, "one\ntwo\nthree\nfour\noops\n"},
-		{[]string{"logs", "printer", "--tail=2"}, "four\noops\n"},
-		{[]string{"logs", "printer", "--since=1h"}, "one\ntwo\nthree\nfour\noops\n"},
-		{[]string{"logs", "printer", "--limit-bytes=6"}, "one\ntw"},
+		{[]string{"logs", "nodeapi-printer"}, "one\ntwo\nthree\nfour\noops\n"},
+		{[]string{"logs", "nodeapi-printer", "--tail=2"}, "four\noops\n"},
+		{[]string{"logs", "nodeapi-printer", "--since=1h"}, "one\ntwo\nthree\nfour\noops\n"},
+		{[]string{"logs", "nodeapi-printer", "--limit-bytes=6"}, "one\ntw"},
 	} {
 		if got := must("", tc.args...); got != tc.want {
 			t.Errorf("kubectl %s: %q, want %q", strings.Join(tc.args, " "), got, tc.want)
 		}
 	}
-	stamped := must("", "logs", "printer", "--timestamps")
+	stamped := must("", "logs", "nodeapi-printer", "--timestamps")
 	if !regexp.MustCompile(`^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z (one|two|three|four|oops)\n){5}$`).MatchString(stamped) {
 		t.Errorf("kubectl logs --timestamps: %q", stamped)
 	}
-	if prev := must("", "logs", "crasher", "--previous"); !regexp.MustCompile(`^run \d+\n$`).MatchString(prev) {
+	if prev := must("", "logs", "nodeapi-crasher", "--previous"); !regexp.MustCompile(`^run \d+\n$`).MatchString(prev) {
 		t.Errorf("kubectl logs --previous: %q", prev)
 	}
 	// Follow: new lines arrive while the command runs.
-	follow := exec.Command(kubectlBin, "--kubeconfig", c.AdminKubeconfig, "logs", "-f", "ticker", "--tail=1")
+	follow := exec.Command(kubectlBin, "--kubeconfig", c.AdminKubeconfig, "logs", "-f", "nodeapi-ticker", "--tail=1")
 	stdout, _ := follow.StdoutPipe()
 	if err := follow.Start(); err != nil {
 		t.Fatal(err)
@@ -232,7 +236,7 @@ func TestNodeAPIWithKubectl(t *testing.T) {
 	}
 	found := false
 	for _, p := range summary.Pods {
-		if p.PodRef.Name == "printer" {
+		if p.PodRef.Name == "nodeapi-printer" {
 			found = p.CPU != nil && p.CPU.UsageCoreNanoSeconds != nil && p.Memory != nil && p.Memory.WorkingSetBytes != nil && *p.Memory.WorkingSetBytes > 0
 		}
 	}
@@ -284,7 +288,7 @@ func TestNodeAPIWithKubectl(t *testing.T) {
 	}
 	eventually60(t, "operator allowed once RBAC has the binding", func() bool { return status(opCert, opKey) == http.StatusOK })
 
-	for _, name := range []string{"printer", "ticker", "crasher", "web"} {
+	for _, name := range []string{"nodeapi-printer", "nodeapi-ticker", "nodeapi-crasher", "nodeapi-web"} {
 		if err := admin.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
 			t.Error(err)
 		}
