@@ -13,7 +13,6 @@ import (
 
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/podworker"
-	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/validation"
 )
 
@@ -33,8 +32,8 @@ type options struct {
 
 // WithWorkerOptions passes options to the podworker.Workers the provider
 // runs (probes, pull secrets, host IPs, runtime name, pod cgroups, clock,
-// relist period, ...). A podworker.WithOnSync given here is replaced by the
-// provider's own: use WithOnSync.
+// relist period, ...; a podworker.WithOnSync given here is one more
+// listener beside the provider's).
 func WithWorkerOptions(opts ...podworker.Option) Option {
 	return func(o *options) { o.workerOpts = append(o.workerOpts, opts...) }
 }
@@ -72,9 +71,9 @@ type entry struct {
 	terminating bool
 }
 
-// New returns a Provider that runs pods with syncer over rt (the runtime
-// the syncer uses), through a podworker.Workers it starts. Close stops it.
-func New(syncer *podsync.Syncer, rt runtime.RuntimeService, opts ...Option) *Provider {
+// New returns a Provider that runs pods with syncer (on the syncer's
+// runtime), through a podworker.Workers it starts. Close stops it.
+func New(syncer *podsync.Syncer, opts ...Option) *Provider {
 	var o options
 	for _, opt := range opts {
 		opt(&o)

@@ -73,7 +73,7 @@ func newEnv(t *testing.T) *env {
 	ims := images.NewManager(rt)
 	t.Cleanup(func() { ims.Close() })
 	syncer := podsync.NewSyncer(rt, ims, podsync.WithRootDir(root), podsync.WithPodLogsDir(root+"/logs"))
-	p := vk.New(syncer, rt)
+	p := vk.New(syncer)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() {
 		cancel()
@@ -257,7 +257,7 @@ func TestNotifyPodsLate(t *testing.T) {
 	rt := fake.New(fake.WithImages("busybox:1.35"))
 	ims := images.NewManager(rt)
 	defer ims.Close()
-	p := vk.New(podsync.NewSyncer(rt, ims, podsync.WithRootDir(root), podsync.WithPodLogsDir(root+"/logs")), rt)
+	p := vk.New(podsync.NewSyncer(rt, ims, podsync.WithRootDir(root), podsync.WithPodLogsDir(root+"/logs")))
 	defer p.Close()
 	pod := testPod("web", "uid-web")
 	if err := p.CreatePod(context.Background(), pod); err != nil {
