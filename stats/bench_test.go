@@ -61,7 +61,7 @@ func BenchmarkSummary500Pods(b *testing.B) {
 		b.Fatal(err)
 	}
 	own := stats.New(c, c, stats.WithClock(n.clock), stats.WithProcDir(n.proc), stats.WithRootDir(n.rootDir), stats.WithPodLogsDir(n.logsDir),
-		stats.WithStatfs(func(string) (stats.FsUsage, error) { return stats.FsUsage{CapacityBytes: 1 << 40}, nil }))
+		stats.WithCgroupDir(n.cgroup), stats.WithStatfs(func(string) (stats.FsUsage, error) { return stats.FsUsage{CapacityBytes: 1 << 40}, nil }))
 	b.Run("Get/provider-only", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

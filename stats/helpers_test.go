@@ -27,6 +27,7 @@ type node struct {
 	proc    string
 	rootDir string
 	logsDir string
+	cgroup  string // the cgroup mount, empty unless a test writes it
 	// cpu is each container's cumulative CPU (ns) by name, as the
 	// runtime answers ListPodSandboxStats; nanoCores, when set, is the
 	// rate the runtime reports itself.
@@ -66,7 +67,7 @@ var errNoFs = errors.New("no such filesystem")
 
 func newNode(t testing.TB, pods int) *node {
 	t.Helper()
-	n := &node{clock: testingclock.NewFakeClock(t0), proc: t.TempDir(), rootDir: t.TempDir(), logsDir: t.TempDir(),
+	n := &node{clock: testingclock.NewFakeClock(t0), proc: t.TempDir(), rootDir: t.TempDir(), logsDir: t.TempDir(), cgroup: t.TempDir(),
 		cpu: map[string]uint64{}, nanoCores: map[string]uint64{}, noCPU: map[string]bool{}, ids: map[string]string{}}
 	n.rt = fake.New(fake.WithClock(n.clock), fake.WithImages("busybox"), fake.WithImageFsMountpoint("/images"))
 	writeFiles(t, n.proc, procFiles)
@@ -148,7 +149,7 @@ func (n *node) provider(opts ...stats.Option) *stats.Provider {
 		"/images": {CapacityBytes: 200 << 30, AvailableBytes: 100 << 30, UsedBytes: 90 << 30, Inodes: 2000, InodesFree: 1000},
 	}
 	base := []stats.Option{stats.WithNodeName("node-1"), stats.WithClock(n.clock), stats.WithProcDir(n.proc),
-		stats.WithRootDir(n.rootDir), stats.WithPodLogsDir(n.logsDir),
+		stats.WithRootDir(n.rootDir), stats.WithPodLogsDir(n.logsDir), stats.WithCgroupDir(n.cgroup),
 		stats.WithStatfs(func(path string) (stats.FsUsage, error) {
 			u, ok := fs[path]
 			if !ok {

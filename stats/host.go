@@ -27,9 +27,10 @@ type host struct {
 	memory   *statsapi.MemoryStats
 	swap     *statsapi.SwapStats
 	network  *statsapi.NetworkStats
+	io       *statsapi.IOStats
 }
 
-func (p *Provider) readHost(now time.Time, update bool) host {
+func (p *Provider) readHost(now time.Time, update bool, layout cgroupLayout) host {
 	t := metav1.NewTime(now)
 	h := host{network: p.nodeNetwork(t)}
 	var kb map[string]uint64
@@ -37,6 +38,14 @@ func (p *Provider) readHost(now time.Time, update bool) host {
 		kb = meminfo(b)
 	}
 	h.memory = nodeMemory(kb, t)
+	pr := pressureOf(filepath.Join(p.procDir, "pressure"), true)
+	if h.memory != nil {
+		h.memory.PSI = pr.memory
+		nodeMemoryStat(h.memory, layout)
+	}
+	if pr.io != nil {
+		h.io = &statsapi.IOStats{Time: t, PSI: pr.io}
+	}
 	if total, ok := kb["SwapTotal"]; ok {
 		if free := kb["SwapFree"]; free <= total {
 			h.swap = &statsapi.SwapStats{Time: t, SwapUsageBytes: ptrTo(total - free), SwapAvailableBytes: ptrTo(free)}
@@ -49,7 +58,7 @@ func (p *Provider) readHost(now time.Time, update bool) host {
 		}
 		if hasUsage {
 			h.cpu = &statsapi.CPUStats{Time: t, UsageCoreNanoSeconds: ptrTo(usage),
-				UsageNanoCores: p.nanoCores(nodeCPUKey, now.UnixNano(), usage, update)}
+				UsageNanoCores: p.nanoCores(nodeCPUKey, now.UnixNano(), usage, update), PSI: pr.cpu}
 		}
 	}
 	return h
@@ -121,6 +130,30 @@ func nodeMemory(kb map[string]uint64, t metav1.Time) *statsapi.MemoryStats {
 		ws = 0
 	}
 	return &statsapi.MemoryStats{Time: t, AvailableBytes: ptrTo(total - ws), WorkingSetBytes: ptrTo(ws), UsageBytes: ptrTo(usage)}
+}
+
+// nodeMemoryStat fills the node's rssBytes, pageFaults and
+// majorPageFaults from the root cgroup's memory.stat as cAdvisor reads
+// it: anon on cgroup v2; total_rss on v1 (rss when memory.use_hierarchy
+// is 0); pgfault and pgmajfault as the file has them. Left nil when the
+// file cannot be read.
+func nodeMemoryStat(m *statsapi.MemoryStats, layout cgroupLayout) {
+	if layout.memory == "" {
+		return
+	}
+	st := memoryStat(layout.memory)
+	if st == nil {
+		return
+	}
+	rss := "anon"
+	if !layout.v2 {
+		rss = "rss"
+		if v, _ := readCgroupUint(layout.memory, "memory.use_hierarchy"); v == 1 {
+			rss = "total_rss"
+		}
+	}
+	// cAdvisor reads a missing key as 0.
+	m.RSSBytes, m.PageFaults, m.MajorPageFaults = ptrTo(st[rss]), ptrTo(st["pgfault"]), ptrTo(st["pgmajfault"])
 }
 
 // ignoredInterface is cAdvisor's list of interfaces it leaves out of a

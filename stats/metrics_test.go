@@ -153,7 +153,7 @@ func TestWithoutLister(t *testing.T) {
 		sb("b", 0, 1),
 		{Attributes: &runtimeapi.PodSandboxAttributes{}}, // no metadata
 	}}
-	sum, err := stats.New(rt, nil, stats.WithProcDir(t.TempDir()), stats.WithPodLogsDir(t.TempDir()), stats.WithRootDir(t.TempDir()),
+	sum, err := stats.New(rt, nil, stats.WithProcDir(t.TempDir()), stats.WithCgroupDir(t.TempDir()), stats.WithPodLogsDir(t.TempDir()), stats.WithRootDir(t.TempDir()),
 		stats.WithStatfs(func(string) (stats.FsUsage, error) { return stats.FsUsage{}, errNoFs })).Get(context.Background(), false)
 	if err != nil {
 		t.Fatal(err)

@@ -80,7 +80,7 @@ func removeTerminatedPods(pods []*runtimeapi.PodSandbox) []*runtimeapi.PodSandbo
 // ListPodSandboxStats, in the runtime's order. Without a Lister every
 // pod UID's sandbox of the highest attempt counts, and per container name
 // its highest attempt, with no start times.
-func (p *Provider) listPods(ctx context.Context, now time.Time, root *FsUsage, fsCache map[string]*FsUsage, update, cpuMem bool) ([]statsapi.PodStats, error) {
+func (p *Provider) listPods(ctx context.Context, now time.Time, layout cgroupLayout, root *FsUsage, fsCache map[string]*FsUsage, update, cpuMem bool) ([]statsapi.PodStats, error) {
 	cur, err := p.current(ctx)
 	if err != nil {
 		return nil, err
@@ -106,6 +106,9 @@ func (p *Provider) listPods(ctx context.Context, now time.Time, root *FsUsage, f
 		} else if md == nil {
 			continue
 		}
+		podCgroup := layout.podCgroup(ps.PodRef.UID)
+		pod := layout.target(podCgroup)
+		ctrCgroups := layout.containerCgroups(podCgroup)
 		linux := sb.GetLinux()
 		ctrs := linux.GetContainers()
 		if cur == nil {
@@ -123,23 +126,43 @@ func (p *Provider) listPods(ctx context.Context, now time.Time, root *FsUsage, f
 			if c.GetAttributes().GetMetadata() == nil {
 				continue
 			}
+			var cs statsapi.ContainerStats
 			if cpuMem {
-				ps.Containers = append(ps.Containers, p.containerCPUAndMemory(c, start, now))
+				cs = p.containerCPUAndMemory(c, start, now)
 			} else {
-				ps.Containers = append(ps.Containers, p.container(c, start, now, root, fsCache, ps.PodRef, update))
+				cs = p.container(c, start, now, root, fsCache, ps.PodRef, update)
 			}
+			applyCgroup(&cs, c, layout.target(ctrCgroups[c.GetAttributes().GetId()]), now, !cpuMem)
+			ps.Containers = append(ps.Containers, cs)
 		}
 		if cpu := linux.GetCpu(); cpu != nil {
 			ps.CPU = &statsapi.CPUStats{Time: metav1.NewTime(time.Unix(0, cpu.Timestamp)),
-				UsageNanoCores: value(cpu.UsageNanoCores), UsageCoreNanoSeconds: value(cpu.UsageCoreNanoSeconds)}
+				UsageNanoCores: value(cpu.UsageNanoCores), UsageCoreNanoSeconds: value(cpu.UsageCoreNanoSeconds),
+				PSI: firstPSI(cpu.Psi, pod.pressure.cpu)}
 		}
 		if m := linux.GetMemory(); m != nil {
 			ps.Memory = memory(m, false)
+			ps.Memory.PSI = firstPSI(m.Psi, pod.pressure.memory)
+			if pod.mem.found {
+				ps.Memory.AvailableBytes = pod.mem.available(ps.Memory.WorkingSetBytes)
+			}
+		}
+		if pod.mem.found && pod.mem.hasSwap {
+			// kubelet's addSwapStats: the pod cgroup's swap.
+			ps.Swap = &statsapi.SwapStats{Time: metav1.NewTime(now), SwapUsageBytes: ptrTo(pod.mem.swap),
+				SwapAvailableBytes: pod.mem.swapAvailable(pod.mem.swap)}
 		}
 		if cpuMem {
-			aggregateSwap(&ps)
+			if ps.Swap == nil {
+				aggregateSwap(&ps)
+			}
 			out = append(out, ps)
 			continue
+		}
+		if io := linux.GetIo(); io != nil {
+			ps.IO = &statsapi.IOStats{Time: metav1.NewTime(time.Unix(0, io.Timestamp)), PSI: criPSI(io.Psi)}
+		} else if pod.pressure.io != nil {
+			ps.IO = &statsapi.IOStats{Time: metav1.NewTime(now), PSI: pod.pressure.io}
 		}
 		if n := linux.GetNetwork(); n != nil {
 			ns := &statsapi.NetworkStats{Time: metav1.NewTime(time.Unix(0, n.Timestamp)), InterfaceStats: iface(n.DefaultInterface),
@@ -288,6 +311,30 @@ func (p *Provider) containerCPUAndMemory(c *runtimeapi.ContainerStats, start met
 		out.Swap = &statsapi.SwapStats{Time: nowT, SwapUsageBytes: ptrTo[uint64](0), SwapAvailableBytes: ptrTo[uint64](0)}
 	}
 	return out
+}
+
+// applyCgroup completes a container's CPU, memory, swap (and, with io,
+// IO) stats from its cgroup as kubelet's cAdvisor-backed stats do: PSI
+// where CRI has none, availableBytes and swapAvailableBytes only under a
+// known limit, swap used from the cgroup where CRI reports none. Without
+// the container's cgroup, CRI's values stay (and PSI stays nil).
+func applyCgroup(cs *statsapi.ContainerStats, c *runtimeapi.ContainerStats, t cgroupTarget, now time.Time, io bool) {
+	cs.CPU.PSI = firstPSI(c.GetCpu().GetPsi(), t.pressure.cpu)
+	cs.Memory.PSI = firstPSI(c.GetMemory().GetPsi(), t.pressure.memory)
+	if io {
+		cs.IO = &statsapi.IOStats{Time: metav1.NewTime(now), PSI: firstPSI(c.GetIo().GetPsi(), t.pressure.io)}
+		if i := c.GetIo(); i != nil {
+			cs.IO.Time = metav1.NewTime(time.Unix(0, i.Timestamp))
+		}
+	}
+	if !t.mem.found {
+		return
+	}
+	cs.Memory.AvailableBytes = t.mem.available(cs.Memory.WorkingSetBytes)
+	if c.GetSwap().GetSwapUsageBytes() == nil && t.mem.hasSwap {
+		cs.Swap.SwapUsageBytes = ptrTo(t.mem.swap)
+	}
+	cs.Swap.SwapAvailableBytes = t.mem.swapAvailable(deref(cs.Swap.SwapUsageBytes))
 }
 
 // containerNanoCores is the runtime's UsageNanoCores when it reports it,

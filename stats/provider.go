@@ -47,6 +47,7 @@ type Provider struct {
 	rootDir    string
 	podLogsDir string
 	procDir    string
+	cgroupDir  string
 	statfs     func(path string) (FsUsage, error)
 	clock      clock.PassiveClock
 	system     []systemContainer
@@ -76,6 +77,11 @@ func WithPodLogsDir(dir string) Option { return func(p *Provider) { p.podLogsDir
 // WithProcDir sets where /proc is (default /proc), for tests.
 func WithProcDir(dir string) Option { return func(p *Provider) { p.procDir = dir } }
 
+// WithCgroupDir sets where the cgroup hierarchies are mounted (default
+// /sys/fs/cgroup; "" reads no cgroup): pods' and containers' memory
+// limits, swap and pressure, and the node's memory.stat, come from there.
+func WithCgroupDir(dir string) Option { return func(p *Provider) { p.cgroupDir = dir } }
+
 // WithStatfs replaces statfs, for tests.
 func WithStatfs(f func(path string) (FsUsage, error)) Option {
 	return func(p *Provider) { p.statfs = f }
@@ -95,7 +101,7 @@ func WithSystemContainer(name string, f SystemContainerFunc) Option {
 // image filesystem it reports.
 func New(rt runtime.StatsLister, images runtime.ImageFsInfoReader, opts ...Option) *Provider {
 	p := &Provider{runtime: rt, images: images, rootDir: "/var/lib/kubelet", podLogsDir: "/var/log/pods",
-		procDir: "/proc", statfs: statfs, clock: clock.RealClock{}, cpu: map[string]*cpuRecord{}}
+		procDir: "/proc", cgroupDir: "/sys/fs/cgroup", statfs: statfs, clock: clock.RealClock{}, cpu: map[string]*cpuRecord{}}
 	for _, o := range opts {
 		o(p)
 	}
@@ -120,7 +126,8 @@ func (p *Provider) Summary(ctx context.Context, onlyCPUAndMemory bool) (*statsap
 // it.
 func (p *Provider) Get(ctx context.Context, updateStats bool) (*statsapi.Summary, error) {
 	now := p.clock.Now()
-	host := p.readHost(now, updateStats)
+	layout := p.cgroupLayout()
+	host := p.readHost(now, updateStats, layout)
 	rootFs, rootErr := p.statfs(p.rootDir)
 	var root *FsUsage
 	if rootErr == nil {
@@ -128,7 +135,7 @@ func (p *Provider) Get(ctx context.Context, updateStats bool) (*statsapi.Summary
 	}
 	node := statsapi.NodeStats{
 		NodeName: p.nodeName, StartTime: host.bootTime, CPU: host.cpu, Memory: host.memory, Swap: host.swap,
-		Network: host.network, Rlimit: p.rlimit(now),
+		Network: host.network, Rlimit: p.rlimit(now), IO: host.io,
 	}
 	if root != nil {
 		node.Fs = fsStats(root, metav1.NewTime(now))
@@ -152,7 +159,7 @@ func (p *Provider) Get(ctx context.Context, updateStats bool) (*statsapi.Summary
 		return nil, err
 	}
 	node.SystemContainers = sys
-	pods, err := p.listPods(ctx, now, root, fsCache, updateStats, false)
+	pods, err := p.listPods(ctx, now, layout, root, fsCache, updateStats, false)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +174,8 @@ func (p *Provider) Get(ctx context.Context, updateStats bool) (*statsapi.Summary
 // kept.
 func (p *Provider) CPUAndMemory(ctx context.Context) (*statsapi.Summary, error) {
 	now := p.clock.Now()
-	host := p.readHost(now, false)
+	layout := p.cgroupLayout()
+	host := p.readHost(now, false, layout)
 	node := statsapi.NodeStats{NodeName: p.nodeName, StartTime: host.bootTime, CPU: host.cpu, Memory: host.memory, Swap: host.swap}
 	sys, err := p.systemContainers(ctx)
 	if err != nil {
@@ -177,7 +185,7 @@ func (p *Provider) CPUAndMemory(ctx context.Context) (*statsapi.Summary, error) 
 		sys[i] = statsapi.ContainerStats{Name: sys[i].Name, StartTime: sys[i].StartTime, CPU: sys[i].CPU, Memory: sys[i].Memory, Swap: sys[i].Swap}
 	}
 	node.SystemContainers = sys
-	pods, err := p.listPods(ctx, now, nil, nil, false, true)
+	pods, err := p.listPods(ctx, now, layout, nil, nil, false, true)
 	if err != nil {
 		return nil, err
 	}

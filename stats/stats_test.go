@@ -73,6 +73,7 @@ func TestGet(t *testing.T) {
 				Memory: &statsapi.MemoryStats{Time: now, UsageBytes: p[uint64](10 << 20), WorkingSetBytes: p[uint64](10 << 20),
 					RSSBytes: p[uint64](4 << 20), PageFaults: p[uint64](77), MajorPageFaults: p[uint64](1)},
 				Swap: &statsapi.SwapStats{Time: now, SwapUsageBytes: p[uint64](0), SwapAvailableBytes: p[uint64](0)}, // none in CRI: kubelet's zeros
+				IO:   &statsapi.IOStats{Time: now},                                                                   // kubelet's makeContainerStats: always, PSI only where known
 				Rootfs: &statsapi.FsStats{Time: now, CapacityBytes: p[uint64](200 << 30), AvailableBytes: p[uint64](100 << 30),
 					Inodes: p[uint64](2000), InodesFree: p[uint64](1000), UsedBytes: p[uint64](8192), InodesUsed: p[uint64](3)},
 				Logs: nodefs(p(logDU), p[uint64](1), now),
@@ -175,7 +176,7 @@ func TestNodeCPURate(t *testing.T) {
 func TestUnknownIsNil(t *testing.T) {
 	t.Parallel()
 	n := newNode(t, 1)
-	prov := stats.New(n.rt, nil, stats.WithProcDir(t.TempDir()), stats.WithRootDir(t.TempDir()), stats.WithPodLogsDir(t.TempDir()),
+	prov := stats.New(n.rt, nil, stats.WithProcDir(t.TempDir()), stats.WithCgroupDir(t.TempDir()), stats.WithRootDir(t.TempDir()), stats.WithPodLogsDir(t.TempDir()),
 		stats.WithStatfs(func(string) (stats.FsUsage, error) { return stats.FsUsage{}, errNoFs }))
 	sum, err := prov.Get(context.Background(), true)
 	if err != nil {
