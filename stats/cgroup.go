@@ -51,6 +51,12 @@ func exists(path string) bool {
 // with _ for ->.slice), with kubelet's default --cgroup-root (/); "" when
 // none is found.
 func (l cgroupLayout) podCgroup(uid string) string {
+	return l.podCgroupUnder("", uid)
+}
+
+// podCgroupUnder is podCgroup under a cgroup root (kubelet's
+// --cgroup-root, "" or "/" for the top).
+func (l cgroupLayout) podCgroupUnder(root, uid string) string {
 	dir := l.memory
 	if dir == "" {
 		dir = l.psi
@@ -67,6 +73,9 @@ func (l cgroupLayout) podCgroup(uid string) string {
 		"kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + su + ".slice",
 		"kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + su + ".slice",
 	} {
+		if r := strings.Trim(root, "/"); r != "" {
+			rel = r + "/" + rel
+		}
 		if fi, err := os.Stat(filepath.Join(dir, rel)); err == nil && fi.IsDir() {
 			return rel
 		}

@@ -106,7 +106,7 @@ func (p *Provider) listPods(ctx context.Context, now time.Time, layout cgroupLay
 		} else if md == nil {
 			continue
 		}
-		podCgroup := layout.podCgroup(ps.PodRef.UID)
+		podCgroup := layout.podCgroupUnder(p.cgroupRoot, ps.PodRef.UID)
 		pod := layout.target(podCgroup)
 		ctrCgroups := layout.containerCgroups(podCgroup)
 		linux := sb.GetLinux()

@@ -48,6 +48,7 @@ type Provider struct {
 	podLogsDir string
 	procDir    string
 	cgroupDir  string
+	cgroupRoot string
 	statfs     func(path string) (FsUsage, error)
 	clock      clock.PassiveClock
 	system     []systemContainer
@@ -81,6 +82,10 @@ func WithProcDir(dir string) Option { return func(p *Provider) { p.procDir = dir
 // /sys/fs/cgroup; "" reads no cgroup): pods' and containers' memory
 // limits, swap and pressure, and the node's memory.stat, come from there.
 func WithCgroupDir(dir string) Option { return func(p *Provider) { p.cgroupDir = dir } }
+
+// WithCgroupRoot is kubelet's --cgroup-root with the cgroupfs driver: the
+// pods' cgroups are found under <root>/kubepods (default "/").
+func WithCgroupRoot(root string) Option { return func(p *Provider) { p.cgroupRoot = root } }
 
 // WithStatfs replaces statfs, for tests.
 func WithStatfs(f func(path string) (FsUsage, error)) Option {
