@@ -129,7 +129,8 @@ func TestCgroupStats(t *testing.T) {
 		want: view{
 			NodeCPUPSI: psi(1000), NodeMemPSI: psi(1010), NodeIOPSI: psi(1020), NodeRSS: p[uint64](300), NodePF: p[uint64](40), NodeMPF: p[uint64](2),
 			PodCPUPSI: psi(2000), PodMemPSI: psi(2010), PodIOPSI: psi(2020), PodSwap: true, PodSwapUsed: p[uint64](4096), // no availableBytes: no limit
-			CtrAvail: p[uint64](appLimit - appWS), CtrCPUPSI: psi(3000), CtrMemPSI: psi(3010), CtrIOPSI: psi(3020),
+			// containers: CRI's values (kubelet's makeContainerStats), no cgroup PSI or limit
+
 			CtrSwapUsed: p[uint64](0), CtrSwapAvail: p[uint64](0),
 		},
 	}, {
@@ -156,8 +157,9 @@ func TestCgroupStats(t *testing.T) {
 		want: view{
 			NodeCPUPSI: psi(1000), NodeMemPSI: psi(1010), NodeIOPSI: psi(1020), NodeRSS: p[uint64](500), NodePF: p[uint64](60), NodeMPF: p[uint64](3),
 			PodCPUPSI: psi(2000), PodMemPSI: psi(2010), PodIOPSI: psi(2020), PodSwap: true, PodSwapUsed: p[uint64](8192),
-			CtrAvail: p[uint64](appLimit - appWS), CtrCPUPSI: psi(3000), CtrMemPSI: psi(3010), CtrIOPSI: psi(3020),
-			CtrSwapUsed: p[uint64](1024), CtrSwapAvail: p[uint64](appLimit + 4096 - 1024),
+			// containers: CRI's values (kubelet's makeContainerStats), no cgroup PSI or limit
+
+			CtrSwapUsed: p[uint64](1024), CtrSwapAvail: p[uint64](0),
 		},
 	}, {
 		name: "v1 without a unified hierarchy or /proc/pressure: no PSI anywhere, rss without hierarchy",
@@ -174,7 +176,7 @@ func TestCgroupStats(t *testing.T) {
 		want: view{
 			NodeRSS: p[uint64](7), NodePF: p[uint64](0), NodeMPF: p[uint64](0),
 			PodAvail: p[uint64](2*appLimit - 2*appWS), PodSwap: true, PodSwapUsed: p[uint64](0), PodSwapAvail: p[uint64](0), // no memsw file: cAdvisor's 0 limit
-			CtrAvail: p[uint64](appLimit - appWS), CtrSwapUsed: p[uint64](0), CtrSwapAvail: p[uint64](0),
+			CtrSwapUsed: p[uint64](0), CtrSwapAvail: p[uint64](0),
 		},
 	}, {
 		name: "no pod cgroup and a malformed /proc/pressure/cpu: CRI's values, no PSI",

@@ -72,11 +72,13 @@
 //     point) and logs (the files of <podLogsDir>/<ns>_<name>_<uid>/<name>,
 //     their disk use and one inode each, on nodefs). A container whose
 //     CRI stats lack CPU, memory or swap reads 0 there at the Summary's
-//     time: kubelet does the same. With the container's cgroup found,
-//     availableBytes and swapAvailableBytes follow the pod's rule above
-//     (nil without a known limit) and swap used is the cgroup's where CRI
-//     gives none. io (Get only, as kubelet's makeContainerStats): always,
-//     its psi CRI's or the cgroup's io.pressure.
+//     time: kubelet does the same. CPU and memory (psi and availableBytes
+//     included) are CRI's alone, as kubelet's CRI stats provider's
+//     makeContainerStats takes them on containerd (side by side with
+//     kubelet v1.37.2 on containerd 1.6: a container's availableBytes
+//     from CRI, no container psi); with the container's cgroup found,
+//     swap used is the cgroup's where CRI gives none. io (Get only, as
+//     makeContainerStats): always, its psi CRI's.
 //   - ephemeralStorage: the containers' rootfs and logs, the pod log
 //     directory's own files and the pod's etc-hosts, on nodefs.
 //   - volumeStats: nil. kubelet measures every volume with du in a
@@ -85,8 +87,8 @@
 //
 // # Cgroups
 //
-// A pod's cgroup is found as kubelet names it with the default
-// --cgroup-root (/), in the memory hierarchy (<dir>/memory on cgroup v1
+// A pod's cgroup is found as kubelet names it under the cgroup root
+// (WithCgroupRoot, kubelet's --cgroup-root, default /), in the memory hierarchy (<dir>/memory on cgroup v1
 // and hybrid hosts, <dir> on v2): kubepods[/burstable|/besteffort]/
 // pod<uid> (cgroupfs driver) or kubepods.slice/kubepods[-qos].slice/
 // kubepods[-qos]-pod<uid, - as _>.slice (systemd); a container's is the

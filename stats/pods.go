@@ -313,16 +313,17 @@ func (p *Provider) containerCPUAndMemory(c *runtimeapi.ContainerStats, start met
 	return out
 }
 
-// applyCgroup completes a container's CPU, memory, swap (and, with io,
-// IO) stats from its cgroup as kubelet's cAdvisor-backed stats do: PSI
-// where CRI has none, availableBytes and swapAvailableBytes only under a
-// known limit, swap used from the cgroup where CRI reports none. Without
-// the container's cgroup, CRI's values stay (and PSI stays nil).
+// applyCgroup completes a container's stats from its cgroup where
+// kubelet's CRI stats provider (containerd's) does: the IO entry and swap
+// used where CRI reports none. CPU and memory, PSI and availableBytes
+// included, stay CRI's, as kubelet's makeContainerStats takes them (seen
+// side by side on containerd 1.6: kubelet reports a container's
+// availableBytes from CRI and no container PSI).
 func applyCgroup(cs *statsapi.ContainerStats, c *runtimeapi.ContainerStats, t cgroupTarget, now time.Time, io bool) {
-	cs.CPU.PSI = firstPSI(c.GetCpu().GetPsi(), t.pressure.cpu)
-	cs.Memory.PSI = firstPSI(c.GetMemory().GetPsi(), t.pressure.memory)
+	cs.CPU.PSI = criPSI(c.GetCpu().GetPsi())
+	cs.Memory.PSI = criPSI(c.GetMemory().GetPsi())
 	if io {
-		cs.IO = &statsapi.IOStats{Time: metav1.NewTime(now), PSI: firstPSI(c.GetIo().GetPsi(), t.pressure.io)}
+		cs.IO = &statsapi.IOStats{Time: metav1.NewTime(now), PSI: criPSI(c.GetIo().GetPsi())}
 		if i := c.GetIo(); i != nil {
 			cs.IO.Time = metav1.NewTime(time.Unix(0, i.Timestamp))
 		}
@@ -330,11 +331,9 @@ func applyCgroup(cs *statsapi.ContainerStats, c *runtimeapi.ContainerStats, t cg
 	if !t.mem.found {
 		return
 	}
-	cs.Memory.AvailableBytes = t.mem.available(cs.Memory.WorkingSetBytes)
 	if c.GetSwap().GetSwapUsageBytes() == nil && t.mem.hasSwap {
 		cs.Swap.SwapUsageBytes = ptrTo(t.mem.swap)
 	}
-	cs.Swap.SwapAvailableBytes = t.mem.swapAvailable(deref(cs.Swap.SwapUsageBytes))
 }
 
 // containerNanoCores is the runtime's UsageNanoCores when it reports it,

@@ -223,7 +223,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if sl, ok := cfg.Runtime.(runtime.StatsLister); ok {
 		if fs, ok := cfg.Runtime.(runtime.ImageFsInfoReader); ok {
 			a.stats = stats.New(sl, fs, stats.WithNodeName(cfg.NodeName), stats.WithRootDir(cfg.RootDir),
-				stats.WithPodLogsDir(cfg.PodLogsDir), stats.WithClock(cfg.Clock))
+				stats.WithPodLogsDir(cfg.PodLogsDir), stats.WithClock(cfg.Clock), stats.WithCgroupRoot(cfg.CgroupRoot))
 			if cfg.Eviction == nil {
 				wg.Go(func() { a.sampleStats(ctx) })
 			}

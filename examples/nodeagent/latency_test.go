@@ -109,15 +109,17 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 	if err := agentCgroups.EnsureQoS(ctx); err != nil {
 		t.Fatal(err)
 	}
+	agentAPI, agentURL := sideBySideNodeAPI(t, c)
 	runAgent(t, Config{Client: clientFor(t, c.NodeKubeconfig), Runtime: rt, NodeName: agentNode, RootDir: root,
-		PodLogsDir: filepath.Join(root, "logs"), Clock: clock.RealClock{}, PodCgroups: agentCgroups, CgroupRoot: sideBySideCgroups + "/agent"})
+		PodLogsDir: filepath.Join(root, "logs"), Clock: clock.RealClock{}, PodCgroups: agentCgroups, CgroupRoot: sideBySideCgroups + "/agent",
+		NodeAPI: agentAPI})
 
 	// The kubelet, through its own guarded proxy.
 	kubeconfig, err := c.NodeKubeconfigFor(kubeletNode)
 	if err != nil {
 		t.Fatal(err)
 	}
-	startKubelet(t, kubeletBin, kubeconfig, kubeletNode, work, endpoint)
+	kubeletPort := startKubelet(t, kubeletBin, kubeconfig, kubeletNode, work, endpoint)
 	eventually(t, "kubelet's Node Ready", func() bool {
 		n, err := admin.CoreV1().Nodes().Get(ctx, kubeletNode, metav1.GetOptions{})
 		return err == nil && nodeReady(n)
@@ -226,6 +228,7 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 			t.Errorf("%s-oom: want the container terminated OOMKilled with exit code 137, got %+v", node, cs)
 		}
 	}
+	compareNodeAPIs(t, c, agentURL, fmt.Sprintf("https://127.0.0.1:%d", kubeletPort), agentNode, kubeletNode)
 	compareContainerViews(t, admin, endpoint, agentNode+"-vols", kubeletNode+"-vols", containerView)
 	compareContainerViews(t, admin, endpoint, agentNode+"-trust", kubeletNode+"-trust", trustView)
 	median := func(node string) time.Duration {
@@ -297,7 +300,7 @@ const sideBySideCgroups = "/podstart-side-by-side"
 
 // startKubelet runs the real kubelet as a node of the API server until the
 // test ends, on containerd through a guarded proxy.
-func startKubelet(t *testing.T, bin, kubeconfig, node, work, endpoint string) {
+func startKubelet(t *testing.T, bin, kubeconfig, node, work, endpoint string) (port int) {
 	t.Helper()
 	p, err := criproxy.Start(filepath.Join(work, "kubelet.sock"), endpoint, criproxy.Guard())
 	if err != nil {
@@ -308,7 +311,7 @@ func startKubelet(t *testing.T, bin, kubeconfig, node, work, endpoint string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
+	port = l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	root := filepath.Join(work, "kubelet")
 	cfg := filepath.Join(work, "kubelet.yaml")
@@ -350,6 +353,7 @@ func startKubelet(t *testing.T, bin, kubeconfig, node, work, endpoint string) {
 			t.Error(err)
 		}
 	})
+	return port
 }
 
 // statusPods are the pods whose statuses the two nodes must report alike.
@@ -407,6 +411,13 @@ func statusPods(node, image string) []*corev1.Pod {
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{Name: "hog", Image: image, ImagePullPolicy: corev1.PullIfNotPresent, Command: []string{"sh", "-c", "head -c 256m /dev/zero | tail"},
 				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("16Mi")}}}}}},
+		// What the node APIs' log reading is compared on: stdout and
+		// stderr (apart in time: containerd reads the two pipes apart, so
+		// their order in the file is otherwise a race), a line written in
+		// two parts, then a quiet container.
+		{ObjectMeta: metav1.ObjectMeta{Name: node + "-logs"}, Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{{Name: "app", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
+				Command: []string{"sh", "-c", "echo one; sleep 0.5; echo two >&2; sleep 0.5; printf 'half'; sleep 0.2; echo ' and half'; echo four; exec sleep 3600"}}}}},
 		// Pod-level resources, ending Succeeded: what status.resources
 		// keeps of a terminated pod.
 		{ObjectMeta: metav1.ObjectMeta{Name: node + "-pod-level"}, Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &grace,
