@@ -44,6 +44,13 @@
 //   - criconfig.ServiceEnvVars with pkg/kubelet/envvars.FromServices, and
 //     podsync's env file parser (fileKeyRef) with pkg/kubelet/util/env's
 //     ParseEnv (see env_test.go);
+//   - containerlogs.ReadLogs with kubelet's reader
+//     (k8s.io/cri-client/pkg/logs.ReadLogs) on random CRI and Docker JSON
+//     log files and options, byte for byte (containerlogs/, its own
+//     package here);
+//   - cgroups' ResourceConfigForPod and QoS tiers, imagegc's choice and
+//     eviction's thresholds and ranking with kubelet's (cgroups_test.go,
+//     imagegc_test.go, eviction_test.go);
 //   - nodeapi.RequestAttributes with kubelet's
 //     NewNodeAuthorizerAttributesGetter (pkg/kubelet/server) on random
 //     request paths and methods: verbs, subresources and their order
