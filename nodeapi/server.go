@@ -490,36 +490,25 @@ func writeStreamError(w http.ResponseWriter, err error) {
 }
 
 func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
-	opts, err := streamOptions(r)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err)
-		return
-	}
-	ns, podName := r.PathValue("ns"), r.PathValue("pod")
-	if _, ok := s.c.Pods.Pod(ns, podName); !ok {
-		writeError(w, http.StatusNotFound, errors.New("pod does not exist"))
-		return
-	}
-	st, err := s.streamer()
-	if err != nil {
-		writeStreamError(w, err)
-		return
-	}
-	id, err := s.runningContainer(r.Context(), ns, podName, types.UID(r.PathValue("uid")), r.PathValue("container"))
-	if err != nil {
-		writeStreamError(w, err)
-		return
-	}
-	resp, err := st.Exec(r.Context(), &runtimeapi.ExecRequest{ContainerId: id, Cmd: r.URL.Query()["command"],
-		Tty: opts.TTY, Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr})
-	if err != nil {
-		writeStreamError(w, err)
-		return
-	}
-	proxyTo(w, r, resp.Url)
+	s.session(w, r, func(st runtime.Streamer, id string, o StreamOptions) (string, error) {
+		resp, err := st.Exec(r.Context(), &runtimeapi.ExecRequest{ContainerId: id, Cmd: r.URL.Query()["command"],
+			Tty: o.TTY, Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr})
+		return resp.GetUrl(), err
+	})
 }
 
 func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
+	s.session(w, r, func(st runtime.Streamer, id string, o StreamOptions) (string, error) {
+		resp, err := st.Attach(r.Context(), &runtimeapi.AttachRequest{ContainerId: id,
+			Tty: o.TTY, Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr})
+		return resp.GetUrl(), err
+	})
+}
+
+// session is kubelet's getExec and getAttach around prepare, which asks
+// the runtime for the session's URL: the stream options, the pod, the
+// running container, then the client's connection proxied to the URL.
+func (s *Server) session(w http.ResponseWriter, r *http.Request, prepare func(runtime.Streamer, string, StreamOptions) (string, error)) {
 	opts, err := streamOptions(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
@@ -540,13 +529,12 @@ func (s *Server) attach(w http.ResponseWriter, r *http.Request) {
 		writeStreamError(w, err)
 		return
 	}
-	resp, err := st.Attach(r.Context(), &runtimeapi.AttachRequest{ContainerId: id,
-		Tty: opts.TTY, Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr})
+	url, err := prepare(st, id, opts)
 	if err != nil {
 		writeStreamError(w, err)
 		return
 	}
-	proxyTo(w, r, resp.Url)
+	proxyTo(w, r, url)
 }
 
 func (s *Server) portForward(w http.ResponseWriter, r *http.Request) {
