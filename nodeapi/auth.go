@@ -105,15 +105,12 @@ type Tokens struct {
 	audiences []string
 	ttl       time.Duration
 	clock     clock.PassiveClock
-
-	mu    sync.Mutex
-	cache map[string]tokenAnswer
+	cache     ttlCache[tokenAnswer]
 }
 
 type tokenAnswer struct {
-	user    User
-	ok      bool
-	expires time.Time
+	user User
+	ok   bool
 }
 
 // NewTokens returns a token authenticator over r, keeping answers for ttl
@@ -122,7 +119,7 @@ func NewTokens(r TokenReviewer, ttl time.Duration, audiences ...string) *Tokens 
 	if ttl == 0 {
 		ttl = DefaultWebhookCacheTTL
 	}
-	return &Tokens{reviewer: r, audiences: audiences, ttl: ttl, clock: clock.RealClock{}, cache: map[string]tokenAnswer{}}
+	return &Tokens{reviewer: r, audiences: audiences, ttl: ttl, clock: clock.RealClock{}}
 }
 
 // Authenticate implements Authenticator.
@@ -139,14 +136,7 @@ func (t *Tokens) Authenticate(r *http.Request) (User, bool, error) {
 	sum := sha256.Sum256([]byte(token))
 	key := hex.EncodeToString(sum[:])
 	now := t.clock.Now()
-	t.mu.Lock()
-	a, hit := t.cache[key]
-	if hit && now.After(a.expires) {
-		delete(t.cache, key)
-		hit = false
-	}
-	t.mu.Unlock()
-	if hit {
+	if a, hit := t.cache.get(key, now); hit {
 		return a.user, a.ok, nil
 	}
 	review, err := t.reviewer.CreateTokenReview(r.Context(), &authenticationv1.TokenReview{
@@ -155,7 +145,7 @@ func (t *Tokens) Authenticate(r *http.Request) (User, bool, error) {
 		// Not cached, as kubelet's (errors are not cached).
 		return User{}, false, fmt.Errorf("token review: %w", err)
 	}
-	a = tokenAnswer{ok: review.Status.Authenticated, expires: now.Add(t.ttl)}
+	a := tokenAnswer{ok: review.Status.Authenticated}
 	if a.ok && len(t.audiences) > 0 && !intersects(t.audiences, review.Status.Audiences) {
 		a.ok = false
 	}
@@ -169,9 +159,7 @@ func (t *Tokens) Authenticate(r *http.Request) (User, bool, error) {
 			}
 		}
 	}
-	t.mu.Lock()
-	t.cache[key] = a
-	t.mu.Unlock()
+	t.cache.put(key, a, now, now.Add(t.ttl))
 	return a.user, a.ok, nil
 }
 
@@ -284,14 +272,12 @@ type Reviews struct {
 	reviewer                 SubjectAccessReviewer
 	authorizedTTL, deniedTTL time.Duration
 	clock                    clock.PassiveClock
-	mu                       sync.Mutex
-	cache                    map[string]reviewAnswer
+	cache                    ttlCache[reviewAnswer]
 }
 
 type reviewAnswer struct {
 	allowed bool
 	reason  string
-	expires time.Time
 }
 
 // NewReviews returns an authorizer over r (zero TTLs: kubelet's).
@@ -302,7 +288,7 @@ func NewReviews(r SubjectAccessReviewer, authorizedTTL, unauthorizedTTL time.Dur
 	if unauthorizedTTL == 0 {
 		unauthorizedTTL = DefaultUnauthorizedTTL
 	}
-	return &Reviews{reviewer: r, authorizedTTL: authorizedTTL, deniedTTL: unauthorizedTTL, clock: clock.RealClock{}, cache: map[string]reviewAnswer{}}
+	return &Reviews{reviewer: r, authorizedTTL: authorizedTTL, deniedTTL: unauthorizedTTL, clock: clock.RealClock{}}
 }
 
 // Authorize implements Authorizer.
@@ -320,29 +306,19 @@ func (rv *Reviews) Authorize(ctx context.Context, a Attributes) (bool, string, e
 	}
 	key := reviewKey(sar.Spec)
 	now := rv.clock.Now()
-	rv.mu.Lock()
-	c, hit := rv.cache[key]
-	if hit && now.After(c.expires) {
-		delete(rv.cache, key)
-		hit = false
-	}
-	rv.mu.Unlock()
-	if hit {
+	if c, hit := rv.cache.get(key, now); hit {
 		return c.allowed, c.reason, nil
 	}
 	got, err := rv.reviewer.CreateSubjectAccessReview(ctx, sar)
 	if err != nil {
 		return false, "", fmt.Errorf("subject access review: %w", err)
 	}
-	c = reviewAnswer{allowed: got.Status.Allowed && !got.Status.Denied, reason: got.Status.Reason}
+	c := reviewAnswer{allowed: got.Status.Allowed && !got.Status.Denied, reason: got.Status.Reason}
+	ttl := rv.deniedTTL
 	if c.allowed {
-		c.expires = now.Add(rv.authorizedTTL)
-	} else {
-		c.expires = now.Add(rv.deniedTTL)
+		ttl = rv.authorizedTTL
 	}
-	rv.mu.Lock()
-	rv.cache[key] = c
-	rv.mu.Unlock()
+	rv.cache.put(key, c, now, now.Add(ttl))
 	return c.allowed, c.reason, nil
 }
 
@@ -363,4 +339,55 @@ func reviewKey(s authorizationv1.SubjectAccessReviewSpec) string {
 		fmt.Fprintf(&b, "%q=%q;", k, []string(s.Extra[k]))
 	}
 	return b.String()
+}
+
+// maxCached bounds each answer cache, so that requests with ever new
+// tokens or users cannot grow it without end (kubelet's caches are
+// bounded too).
+const maxCached = 4096
+
+// ttlCache keeps answers until they expire, at most maxCached of them:
+// when full, the expired go first, then the entry nearest its expiry.
+type ttlCache[V any] struct {
+	mu sync.Mutex
+	m  map[string]ttlEntry[V]
+}
+
+type ttlEntry[V any] struct {
+	v       V
+	expires time.Time
+}
+
+func (c *ttlCache[V]) get(key string, now time.Time) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	if !ok || now.After(e.expires) {
+		delete(c.m, key)
+		var zero V
+		return zero, false
+	}
+	return e.v, true
+}
+
+func (c *ttlCache[V]) put(key string, v V, now, expires time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]ttlEntry[V]{}
+	}
+	if _, ok := c.m[key]; !ok && len(c.m) >= maxCached {
+		var soonest string
+		for k, e := range c.m {
+			if now.After(e.expires) {
+				delete(c.m, k)
+			} else if soonest == "" || e.expires.Before(c.m[soonest].expires) {
+				soonest = k
+			}
+		}
+		if len(c.m) >= maxCached {
+			delete(c.m, soonest)
+		}
+	}
+	c.m[key] = ttlEntry[V]{v: v, expires: expires}
 }

@@ -524,3 +524,27 @@ func TestStreamErrors(t *testing.T) {
 		t.Errorf("websocket port-forward to port 0: %d %q", w.Code, w.Body.String())
 	}
 }
+
+// Ever new tokens do not grow the answer cache without end.
+func TestTokenCacheIsBounded(t *testing.T) {
+	rv := &reviewer{tokens: map[string]string{}}
+	tok := NewTokens(rv, 0)
+	for i := range maxCached + 500 {
+		r := httptest.NewRequest(http.MethodGet, "/pods", nil)
+		r.Header.Set("Authorization", fmt.Sprintf("Bearer token-%d", i))
+		if _, ok, err := tok.Authenticate(r); ok || err != nil {
+			t.Fatalf("unknown token %d: %v %v", i, ok, err)
+		}
+	}
+	if n := len(tok.cache.m); n > maxCached {
+		t.Errorf("%d answers cached, want at most %d", n, maxCached)
+	}
+	// The newest answer is still cached.
+	r := httptest.NewRequest(http.MethodGet, "/pods", nil)
+	r.Header.Set("Authorization", fmt.Sprintf("Bearer token-%d", maxCached+499))
+	before := rv.tokenN.Load()
+	tok.Authenticate(r)
+	if rv.tokenN.Load() != before {
+		t.Error("the newest answer was not cached")
+	}
+}
