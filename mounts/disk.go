@@ -55,40 +55,58 @@ func within(root, p string) bool {
 	return p == root || strings.HasPrefix(p, root+string(filepath.Separator)) || root == "/"
 }
 
+// walkSubPath follows subPath beneath realRoot one component at a time,
+// as MakeSubPathDir checks it before making anything: every existing
+// component (symlinks resolved with eval) must stay within realRoot, and a
+// dangling symlink is refused, since nothing can tell where mkdir would
+// go. It returns the last existing directory and the index of the first
+// missing component (-1: none is missing). lstat reports whether a path is
+// a symlink, with an error matching fs.ErrNotExist when it is missing.
+func walkSubPath(realRoot, subPath string, lstat func(string) (symlink bool, err error), eval func(string) (string, error)) (cur string, missing int, err error) {
+	segs := strings.Split(filepath.Clean(subPath), "/")
+	cur, missing = realRoot, -1
+	for i, seg := range segs {
+		next := filepath.Join(cur, seg)
+		symlink, err := lstat(next)
+		if errors.Is(err, fs.ErrNotExist) {
+			return cur, i, nil
+		}
+		if err != nil {
+			return "", 0, err
+		}
+		if symlink {
+			resolved, err := eval(next)
+			if errors.Is(err, fs.ErrNotExist) {
+				return "", 0, fmt.Errorf("%w: %q is a dangling symlink", ErrSubPathEscape, next)
+			}
+			if err != nil {
+				return "", 0, err
+			}
+			next = resolved
+		}
+		if !within(realRoot, next) {
+			return "", 0, fmt.Errorf("%w: %q resolves to %q", ErrSubPathEscape, subPath, next)
+		}
+		cur = next
+	}
+	return cur, missing, nil
+}
+
 // MakeSubPathDir implements Disk.
 func (d OSDisk) MakeSubPathDir(root, subPath string) error {
 	realRoot, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return err
 	}
-	segs := strings.Split(filepath.Clean(subPath), "/")
-	cur := realRoot
-	missing := -1
-	for i, seg := range segs {
-		next := filepath.Join(cur, seg)
-		fi, err := os.Lstat(next)
-		if errors.Is(err, fs.ErrNotExist) {
-			missing = i
-			break
-		}
+	_, missing, err := walkSubPath(realRoot, subPath, func(p string) (bool, error) {
+		fi, err := os.Lstat(p)
 		if err != nil {
-			return err
+			return false, err
 		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			resolved, err := filepath.EvalSymlinks(next)
-			if errors.Is(err, fs.ErrNotExist) {
-				// A dangling link: where would mkdir go? Refuse.
-				return fmt.Errorf("%w: %q is a dangling symlink", ErrSubPathEscape, next)
-			}
-			if err != nil {
-				return err
-			}
-			next = resolved
-		}
-		if !within(realRoot, next) {
-			return fmt.Errorf("%w: %q resolves to %q", ErrSubPathEscape, subPath, next)
-		}
-		cur = next
+		return fi.Mode()&fs.ModeSymlink != 0, nil
+	}, filepath.EvalSymlinks)
+	if err != nil {
+		return err
 	}
 	if missing < 0 {
 		return nil
@@ -110,6 +128,7 @@ func (d OSDisk) MakeSubPathDir(root, subPath string) error {
 	h.Close()
 	// kubelet fchmods each new directory so the umask does not apply and
 	// setgid survives (fsGroup's g+rwx).
+	segs := strings.Split(filepath.Clean(subPath), "/")
 	for i := missing; i < len(segs); i++ {
 		dh, err := pathrs.OpenatInRoot(rootH, strings.Join(segs[:i+1], "/"))
 		if err != nil {

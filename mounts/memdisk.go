@@ -113,39 +113,22 @@ func (d *MemDisk) MakeSubPathDir(root, subPath string) error {
 	if err != nil {
 		return err
 	}
-	segs := strings.Split(filepath.Clean(subPath), "/")
-	cur := realRoot
-	missing := -1
-	for i, seg := range segs {
-		next := filepath.Join(cur, seg)
-		if c := d.nodes[cur]; c == nil || !c.mode.IsDir() {
-			return &fs.PathError{Op: "lstat", Path: next, Err: syscall.ENOTDIR}
+	cur, missing, err := walkSubPath(realRoot, subPath, func(p string) (bool, error) {
+		if c := d.nodes[filepath.Dir(p)]; c == nil || !c.mode.IsDir() {
+			return false, &fs.PathError{Op: "lstat", Path: p, Err: syscall.ENOTDIR}
 		}
-		n, ok := d.nodes[next]
+		n, ok := d.nodes[p]
 		if !ok {
-			missing = i
-			break
+			return false, &fs.PathError{Op: "lstat", Path: p, Err: syscall.ENOENT}
 		}
-		if n.mode&fs.ModeSymlink != 0 {
-			resolved, err := d.evalSymlinks(next)
-			if errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("%w: %q is a dangling symlink", ErrSubPathEscape, next)
-			}
-			if err != nil {
-				return err
-			}
-			next = resolved
-		}
-		if !within(realRoot, next) {
-			return fmt.Errorf("%w: %q resolves to %q", ErrSubPathEscape, subPath, next)
-		}
-		cur = next
-	}
-	if missing < 0 {
-		return nil
+		return n.mode&fs.ModeSymlink != 0, nil
+	}, d.evalSymlinks)
+	if err != nil || missing < 0 {
+		return err
 	}
 	r := d.nodes[realRoot]
 	perm := r.mode.Perm() | r.mode&(fs.ModeSetgid|fs.ModeSetuid|fs.ModeSticky)
+	segs := strings.Split(filepath.Clean(subPath), "/")
 	_, err = d.mkdirAll(filepath.Join(append([]string{cur}, segs[missing:]...)...), perm)
 	return err
 }
