@@ -1,35 +1,17 @@
 package diff
 
 import (
-	"flag"
 	"math/rand/v2"
 	"testing"
-	"time"
+
+	"github.com/podstart/podstart/test/diff/internal/seeded"
 )
 
-var (
-	seedFlag  = flag.Uint64("seed", 0, "seed for the random inputs (0: a new one each run)")
-	scaleFlag = flag.Int("scale", 1, "multiply the number of random cases")
-)
-
-// newRand returns the test's random source and makes a failing test print
-// the seed that replays it.
-func newRand(t *testing.T) *rand.Rand {
-	t.Helper()
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("random inputs from seed %d: replay with go test -run '^%s$' -seed %d", seed, t.Name(), seed)
-		}
-	})
-	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-}
+// newRand returns the test's random source (seeded.Rand).
+func newRand(t *testing.T) *rand.Rand { t.Helper(); return seeded.Rand(t) }
 
 // cases scales a case count by -scale.
-func cases(n int) int { return n * max(*scaleFlag, 1) }
+func cases(n int) int { return seeded.Cases(n) }
 
 // differences collects disagreements and reports the first few in full.
 type differences struct {

@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -30,26 +29,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podstart/podstart/containerlogs"
+	"github.com/podstart/podstart/test/diff/internal/seeded"
 )
-
-var (
-	seedFlag  = flag.Uint64("seed", 0, "seed for the random inputs (0: a new one each run)")
-	scaleFlag = flag.Int("scale", 1, "multiply the number of random cases")
-)
-
-func newRand(t *testing.T) *rand.Rand {
-	t.Helper()
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("random inputs from seed %d: replay with go test -run '^%s$' -seed %d", seed, t.Name(), seed)
-		}
-	})
-	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-}
 
 // kubeletOptions is pkg/kubelet/kuberuntime's conversion of the API's
 // options (kubeGenericRuntimeManager.ReadLogs, kuberuntime_logs.go), which
@@ -195,10 +176,10 @@ func errText(err error) string {
 // TestReadLogs compares the bytes written to each stream and the error
 // on random files and random options, without follow.
 func TestReadLogs(t *testing.T) {
-	r := newRand(t)
+	r := seeded.Rand(t)
 	path := filepath.Join(t.TempDir(), "0.log")
 	now := base.Add(90 * time.Second)
-	n := 3000 * max(*scaleFlag, 1)
+	n := seeded.Cases(3000)
 	differ, written, failed := 0, 0, 0
 	for i := 0; i < n; i++ {
 		log := randomLog(r)
