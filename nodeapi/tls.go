@@ -41,6 +41,9 @@ var ErrCertificateDenied = errors.New("nodeapi: certificate signing request deni
 // time>" it signs for host, valid a year, the file holding both) and
 // written with mode 0600 for the key.
 func SelfSignedCertificate(dir, host string) (tls.Certificate, error) {
+	if host == "" || dir == "" {
+		return tls.Certificate{}, fmt.Errorf("%w: a self-signed certificate needs a host and a directory", ErrConfig)
+	}
 	crt, key := filepath.Join(dir, "kubelet.crt"), filepath.Join(dir, "kubelet.key")
 	if c, err := tls.LoadX509KeyPair(crt, key); err == nil {
 		return c, nil

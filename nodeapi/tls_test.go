@@ -139,6 +139,9 @@ func TestSelfSignedCertificate(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(dir, "kubelet.key")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("key file %v %v", fi, err)
 	}
+	if _, err := SelfSignedCertificate(t.TempDir(), ""); !errors.Is(err, ErrConfig) {
+		t.Errorf("no host: %v, want ErrConfig", err)
+	}
 	again, err := SelfSignedCertificate(dir, "node-1")
 	if err != nil || string(again.Certificate[0]) != string(c.Certificate[0]) {
 		t.Errorf("second call made a new certificate (%v)", err)
