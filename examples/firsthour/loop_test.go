@@ -1,6 +1,7 @@
 package firsthour
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -26,11 +27,16 @@ func TestPodworkerLoop(t *testing.T) {
 	workers := podworker.New(syncer, podworker.WithRelistPeriod(50*time.Millisecond))
 	defer workers.Close()
 
-	done := make(chan types.UID, 2)
+	var mu sync.Mutex
+	settled := map[types.UID]bool{}
+	changed := make(chan struct{}, 1)
 	stop := workers.OnSync(func(uid types.UID, st podworker.PodState) {
 		if apistatus.Terminal(st.APIStatus) || apistatus.Running(st.Pod, st.APIStatus) && apistatus.Ready(st.APIStatus) {
+			mu.Lock()
+			settled[uid] = true
+			mu.Unlock()
 			select {
-			case done <- uid:
+			case changed <- struct{}{}:
 			default:
 			}
 		}
@@ -44,14 +50,18 @@ func TestPodworkerLoop(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	seen := map[types.UID]bool{}
 	timeout := time.After(30 * time.Second)
-	for len(seen) < 2 {
+	for {
+		mu.Lock()
+		n := len(settled)
+		mu.Unlock()
+		if n == 2 {
+			break
+		}
 		select {
-		case uid := <-done:
-			seen[uid] = true
+		case <-changed:
 		case <-timeout:
-			t.Fatalf("only %v settled", seen)
+			t.Fatalf("only %d of 2 pods settled", n)
 		}
 	}
 	if st, _ := workers.Status(job.UID); st.APIStatus.Phase != corev1.PodSucceeded {
