@@ -61,6 +61,7 @@ type Client struct {
 	rt          runtimeapi.RuntimeServiceClient
 	img         runtimeapi.ImageServiceClient
 	callTimeout time.Duration
+	watchdog    *watchdog // nil without a call timeout
 }
 
 var (
@@ -104,6 +105,9 @@ func Dial(ctx context.Context, endpoint string, opts ...Option) (*Client, error)
 		rt:          runtimeapi.NewRuntimeServiceClient(conn),
 		img:         runtimeapi.NewImageServiceClient(conn),
 		callTimeout: o.callTimeout,
+	}
+	if o.callTimeout > 0 {
+		c.watchdog = newWatchdog(o.callTimeout)
 	}
 	vctx, cancel := context.WithTimeout(ctx, o.connectTimeout)
 	defer cancel()
@@ -153,13 +157,22 @@ func ParseEndpoint(endpoint string) (string, error) {
 func (c *Client) Conn() *grpc.ClientConn { return c.conn }
 
 // Close closes the connection. Calls in flight fail with ErrCanceled.
-func (c *Client) Close() error { return c.conn.Close() }
-
-func (c *Client) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	if c.callTimeout <= 0 {
-		return context.WithCancel(ctx)
+func (c *Client) Close() error {
+	if c.watchdog != nil {
+		c.watchdog.close()
 	}
-	return context.WithTimeout(ctx, c.callTimeout)
+	return c.conn.Close()
+}
+
+// callCtx bounds one call by the call timeout, as kubelet's CRI client
+// does, through the watchdog rather than a deadline per call (see
+// watchdog); errors of the call go through classifyCall with the context
+// returned.
+func (c *Client) callCtx(ctx context.Context) (context.Context, func()) {
+	if c.watchdog == nil {
+		return ctx, func() {}
+	}
+	return c.watchdog.start(ctx)
 }
 
 // PullImage implements ImageService.
@@ -179,7 +192,7 @@ func (c *Client) ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, v
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	resp, err := c.img.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: image, Verbose: verbose})
-	return resp, Classify(err)
+	return resp, classifyCall(ctx, err)
 }
 
 // ListImages implements ImageService.
@@ -188,7 +201,7 @@ func (c *Client) ListImages(ctx context.Context, filter *runtimeapi.ImageFilter)
 	defer cancel()
 	resp, err := c.img.ListImages(ctx, &runtimeapi.ListImagesRequest{Filter: filter})
 	if err != nil {
-		return nil, Classify(err)
+		return nil, classifyCall(ctx, err)
 	}
 	return resp.Images, nil
 }
@@ -198,7 +211,7 @@ func (c *Client) RemoveImage(ctx context.Context, image *runtimeapi.ImageSpec) e
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	_, err := c.img.RemoveImage(ctx, &runtimeapi.RemoveImageRequest{Image: image})
-	return Classify(err)
+	return classifyCall(ctx, err)
 }
 
 // Version implements RuntimeService.
@@ -206,7 +219,7 @@ func (c *Client) Version(ctx context.Context, apiVersion string) (*runtimeapi.Ve
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	resp, err := c.rt.Version(ctx, &runtimeapi.VersionRequest{Version: apiVersion})
-	return resp, Classify(err)
+	return resp, classifyCall(ctx, err)
 }
 
 // Status implements RuntimeService.
@@ -214,7 +227,7 @@ func (c *Client) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusRe
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	resp, err := c.rt.Status(ctx, &runtimeapi.StatusRequest{Verbose: verbose})
-	return resp, Classify(err)
+	return resp, classifyCall(ctx, err)
 }
 
 // RunPodSandbox implements RuntimeService.
@@ -223,7 +236,7 @@ func (c *Client) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandbo
 	defer cancel()
 	resp, err := c.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: config, RuntimeHandler: runtimeHandler})
 	if err != nil {
-		return "", Classify(err)
+		return "", classifyCall(ctx, err)
 	}
 	return resp.PodSandboxId, nil
 }
@@ -233,7 +246,7 @@ func (c *Client) StopPodSandbox(ctx context.Context, id string) error {
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	_, err := c.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id})
-	return Classify(err)
+	return classifyCall(ctx, err)
 }
 
 // RemovePodSandbox implements RuntimeService.
@@ -241,7 +254,7 @@ func (c *Client) RemovePodSandbox(ctx context.Context, id string) error {
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	_, err := c.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
-	return Classify(err)
+	return classifyCall(ctx, err)
 }
 
 // PodSandboxStatus implements RuntimeService.
@@ -249,7 +262,7 @@ func (c *Client) PodSandboxStatus(ctx context.Context, id string, verbose bool) 
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	resp, err := c.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: verbose})
-	return resp, Classify(err)
+	return resp, classifyCall(ctx, err)
 }
 
 // ListPodSandbox implements RuntimeService.
@@ -258,7 +271,7 @@ func (c *Client) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandb
 	defer cancel()
 	resp, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: filter})
 	if err != nil {
-		return nil, Classify(err)
+		return nil, classifyCall(ctx, err)
 	}
 	return resp.Items, nil
 }
@@ -269,7 +282,7 @@ func (c *Client) CreateContainer(ctx context.Context, sandboxID string, config *
 	defer cancel()
 	resp, err := c.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sandboxID, Config: config, SandboxConfig: sandboxConfig})
 	if err != nil {
-		return "", Classify(err)
+		return "", classifyCall(ctx, err)
 	}
 	return resp.ContainerId, nil
 }
@@ -279,7 +292,7 @@ func (c *Client) StartContainer(ctx context.Context, id string) error {
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	_, err := c.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id})
-	return Classify(err)
+	return classifyCall(ctx, err)
 }
 
 // StopContainer implements RuntimeService. The call may take the
@@ -296,7 +309,7 @@ func (c *Client) RemoveContainer(ctx context.Context, id string) error {
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	_, err := c.rt.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: id})
-	return Classify(err)
+	return classifyCall(ctx, err)
 }
 
 // ListContainers implements RuntimeService.
@@ -305,7 +318,7 @@ func (c *Client) ListContainers(ctx context.Context, filter *runtimeapi.Containe
 	defer cancel()
 	resp, err := c.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: filter})
 	if err != nil {
-		return nil, Classify(err)
+		return nil, classifyCall(ctx, err)
 	}
 	return resp.Containers, nil
 }
@@ -317,7 +330,7 @@ func (c *Client) UpdateContainerResources(ctx context.Context, id string, resour
 	_, err := c.rt.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{
 		ContainerId: id, Linux: resources.GetLinux(), Windows: resources.GetWindows(),
 	})
-	return Classify(err)
+	return classifyCall(ctx, err)
 }
 
 // ContainerStats implements ContainerStatsReader.
@@ -325,7 +338,7 @@ func (c *Client) ContainerStats(ctx context.Context, id string) (*runtimeapi.Con
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	resp, err := c.rt.ContainerStats(ctx, &runtimeapi.ContainerStatsRequest{ContainerId: id})
-	return resp.GetStats(), Classify(err)
+	return resp.GetStats(), classifyCall(ctx, err)
 }
 
 // ListContainerStats implements StatsLister.
@@ -333,7 +346,7 @@ func (c *Client) ListContainerStats(ctx context.Context, filter *runtimeapi.Cont
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	resp, err := c.rt.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{Filter: filter})
-	return resp.GetStats(), Classify(err)
+	return resp.GetStats(), classifyCall(ctx, err)
 }
 
 // ListPodSandboxStats implements StatsLister.
@@ -341,7 +354,7 @@ func (c *Client) ListPodSandboxStats(ctx context.Context, filter *runtimeapi.Pod
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	resp, err := c.rt.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{Filter: filter})
-	return resp.GetStats(), Classify(err)
+	return resp.GetStats(), classifyCall(ctx, err)
 }
 
 // ReopenContainerLog implements ContainerLogReopener.
@@ -349,7 +362,7 @@ func (c *Client) ReopenContainerLog(ctx context.Context, id string) error {
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	_, err := c.rt.ReopenContainerLog(ctx, &runtimeapi.ReopenContainerLogRequest{ContainerId: id})
-	return Classify(err)
+	return classifyCall(ctx, err)
 }
 
 // Exec implements Streamer.
@@ -358,7 +371,7 @@ func (c *Client) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtim
 	defer cancel()
 	resp, err := c.rt.Exec(ctx, req)
 	if err != nil {
-		return nil, Classify(err)
+		return nil, classifyCall(ctx, err)
 	}
 	return resp, nil
 }
@@ -369,7 +382,7 @@ func (c *Client) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*ru
 	defer cancel()
 	resp, err := c.rt.Attach(ctx, req)
 	if err != nil {
-		return nil, Classify(err)
+		return nil, classifyCall(ctx, err)
 	}
 	return resp, nil
 }
@@ -380,7 +393,7 @@ func (c *Client) PortForward(ctx context.Context, req *runtimeapi.PortForwardReq
 	defer cancel()
 	resp, err := c.rt.PortForward(ctx, req)
 	if err != nil {
-		return nil, Classify(err)
+		return nil, classifyCall(ctx, err)
 	}
 	return resp, nil
 }
@@ -391,7 +404,7 @@ func (c *Client) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoRespon
 	defer cancel()
 	resp, err := c.img.ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
 	if err != nil {
-		return nil, Classify(err)
+		return nil, classifyCall(ctx, err)
 	}
 	return resp, nil
 }
@@ -401,7 +414,7 @@ func (c *Client) ContainerStatus(ctx context.Context, id string, verbose bool) (
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
 	resp, err := c.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: verbose})
-	return resp, Classify(err)
+	return resp, classifyCall(ctx, err)
 }
 
 // ExecSync implements RuntimeService.
