@@ -124,6 +124,37 @@ type Manager struct {
 	secrets   *credentials.SecretsCache // parsed pull secrets, by content
 	closed    bool
 	wg        sync.WaitGroup
+
+	// tagged caches applyDefaultTag's answers by image name: a node runs
+	// few images and parses each on every container start otherwise.
+	tagged map[string]taggedImage
+}
+
+type taggedImage struct{ image, repo string }
+
+// maxTagged bounds the parsed image names kept; past it the cache starts
+// again empty.
+const maxTagged = 1024
+
+// defaultTag is applyDefaultTag, remembered for names that parse.
+func (m *Manager) defaultTag(image string) (string, string, error) {
+	m.mu.Lock()
+	t, ok := m.tagged[image]
+	m.mu.Unlock()
+	if ok {
+		return t.image, t.repo, nil
+	}
+	tagged, repo, err := applyDefaultTag(image)
+	if err != nil {
+		return "", "", err
+	}
+	m.mu.Lock()
+	if m.tagged == nil || len(m.tagged) >= maxTagged {
+		m.tagged = map[string]taggedImage{}
+	}
+	m.tagged[image] = taggedImage{tagged, repo}
+	m.mu.Unlock()
+	return tagged, repo, nil
 }
 
 // NewManager returns a manager that pulls through img.
@@ -214,7 +245,7 @@ func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, contai
 	ref := ContainerRef(pod, container)
 	log := logr.FromContextOrDiscard(ctx).WithValues("pod", pod.Namespace+"/"+pod.Name, "image", requested)
 
-	image, repo, err := applyDefaultTag(requested)
+	image, repo, err := m.defaultTag(requested)
 	if err != nil {
 		msg := fmt.Sprintf("Failed to apply default image tag %q: %v", requested, err)
 		m.o.recorder.Eventf(ref, corev1.EventTypeWarning, EventInspectFailed, "%s", msg)

@@ -204,6 +204,21 @@ func BenchmarkSyncPod(b *testing.B) {
 	b.ReportMetric(float64(len(calls)), "cri-calls")
 }
 
+// benchRoot is where pods' directories go: $PODSTART_BENCH_ROOT (say a
+// tmpfs, to tell the file system's cost from podstart's) or a temporary
+// directory.
+func benchRoot(b *testing.B) string {
+	if dir := os.Getenv("PODSTART_BENCH_ROOT"); dir != "" {
+		root, err := os.MkdirTemp(dir, "bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(root) })
+		return root
+	}
+	return b.TempDir()
+}
+
 // noDisk keeps mounts' side effects off the file system, to tell podstart's
 // own CPU cost from the files kubelet also writes on every start.
 type noDisk struct{}
@@ -225,7 +240,7 @@ func BenchmarkSyncPodOverhead(b *testing.B) {
 }
 
 func pairedOverhead(b *testing.B, opts ...runtime.Option) {
-	root := b.TempDir()
+	root := benchRoot(b)
 	f := benchFake()
 	startPod(b, f, root)
 	calls := f.Calls()
@@ -238,8 +253,14 @@ func pairedOverhead(b *testing.B, opts ...runtime.Option) {
 		s := serve(b, benchFake(), opts...)
 		defer s.close()
 		if withPodstart {
+			// A new pod each time: its directories do not exist yet.
+			podRoot, err := os.MkdirTemp(root, "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer os.RemoveAll(podRoot)
 			// The Syncer is made once per node, not per pod: not timed.
-			start, done := newStarter(b, s.conn, root)
+			start, done := newStarter(b, s.conn, podRoot)
 			defer done()
 			goruntime.ReadMemStats(&m0)
 			t0 := time.Now()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -110,6 +109,43 @@ type podInputs struct {
 	vols                      mounts.VolumeMap
 	services                  map[string]string
 	volErr, servicesErr       error
+
+	logDir, podDir string          // the pod's log and pod directories, on first need
+	madeLogDirs    map[string]bool // container log directories this sync created
+}
+
+// podLogDir is criconfig.PodLogDir, computed once per sync.
+func (in *podInputs) podLogDir() string {
+	if in.logDir == "" {
+		in.logDir = criconfig.PodLogDir(in.s.o.node, in.pod)
+	}
+	return in.logDir
+}
+
+// podDirectory is criconfig.PodDir, computed once per sync.
+func (in *podInputs) podDirectory() string {
+	if in.podDir == "" {
+		in.podDir = criconfig.PodDir(in.s.o.node, in.pod)
+	}
+	return in.podDir
+}
+
+// firstRestartCount is the restart count of a container the runtime has
+// no instance of: kubelet's calcRestartCountByLogDir over the container's
+// log directory. The directory is made here rather than with the config
+// (kubelet makes it there): a directory that did not exist holds no log,
+// so the count is 0 without reading it, which is the common case of every
+// new pod; one that exists is read as kubelet reads it.
+func (in *podInputs) firstRestartCount(container string) int {
+	dir := in.podLogDir() + "/" + container
+	if err := os.Mkdir(dir, 0o755); err == nil {
+		if in.madeLogDirs == nil {
+			in.madeLogDirs = map[string]bool{}
+		}
+		in.madeLogDirs[container] = true
+		return 0
+	}
+	return restartCountFromLogs(dir)
 }
 
 func (s *Syncer) podInputs(ctx context.Context, pod *corev1.Pod) *podInputs {
@@ -322,11 +358,12 @@ func (s *Syncer) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1
 	if err != nil {
 		return nil, err
 	}
-	logDir := filepath.Join(criconfig.PodLogDir(s.o.node, pod), c.Name)
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return nil, fmt.Errorf("create container log directory for container %s failed: %v", c.Name, err)
+	if !in.madeLogDirs[c.Name] {
+		if err := os.MkdirAll(in.podLogDir()+"/"+c.Name, 0o755); err != nil {
+			return nil, fmt.Errorf("create container log directory for container %s failed: %v", c.Name, err)
+		}
 	}
-	ms, err := mounts.Make(ctx, mounts.Request{Pod: pod, Container: c, Volumes: vols, PodDir: criconfig.PodDir(s.o.node, pod), PodIPs: podIPs, Env: envMap}, s.o.mountOpts...)
+	ms, err := mounts.Make(ctx, mounts.Request{Pod: pod, Container: c, Volumes: vols, PodDir: in.podDirectory(), PodIPs: podIPs, Env: envMap}, s.o.mountOpts...)
 	if err != nil {
 		return nil, err
 	}

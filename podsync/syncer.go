@@ -571,7 +571,7 @@ func (s *Syncer) startContainer(ctx context.Context, sandboxID string, sandboxCo
 	} else if cs != nil {
 		restartCount = cs.RestartCount + 1
 	} else {
-		restartCount = restartCountFromLogs(criconfig.PodLogDir(s.o.node, pod) + "/" + c.Name)
+		restartCount = inputs.firstRestartCount(c.Name)
 	}
 	var id string
 	err = s.traced("create", c.Name, func() error {
