@@ -101,6 +101,28 @@
 // answer interception to any runtime.Runtime, such as a client of a real
 // runtime.
 //
+// # Hosting a kubelet
+//
+// Served with NewServer, the fake can host the real kubelet (v1.37.2,
+// standalone, with static pods; see bench/ in the repository). Besides pod
+// start and the relist, kubelet calls: Version and ImageFsInfo to check
+// the endpoint; RuntimeConfig for the cgroup driver (WithCgroupDriver;
+// without it Unimplemented, and kubelet falls back on its own setting);
+// Status every 5 s (WithRuntimeHandlers and WithRuntimeFeatures say what
+// containerd 2.x says, ContainerdHandlers and ContainerdFeatures);
+// ImageFsInfo, ListImages and ListContainerStats for its stats, image
+// manager and eviction (the image filesystem's mount point should be a
+// directory that exists, WithImageFsMountpoint, or kubelet logs each time
+// that it cannot stat it); and, every 10 s for every running container,
+// ContainerStatus and a stat of its log file, with ReopenContainerLog for
+// a file that is missing: WithLogFiles creates the files as containerd
+// does, at StartContainer and ReopenContainerLog. UpdateRuntimeConfig
+// (the pod CIDR, kept for PodCIDR) and PodSandboxStats are answered too.
+// GetContainerEvents streams the fake's events (kubelet's evented PLEG is
+// off by default and does not ask); ListMetricDescriptors,
+// ListPodSandboxMetrics, checkpoints and the streaming calls answer
+// Unimplemented, which kubelet tolerates where it asks.
+//
 // # State from outside the calls
 //
 // SeedSandbox and SeedContainer put instances on the runtime as a node

@@ -49,6 +49,12 @@ type Runtime struct {
 	lastStamp        int64
 	progressSteps    int
 	progressInterval time.Duration
+
+	cgroupDriver *runtimeapi.CgroupDriver     // RuntimeConfig's answer; nil: Unimplemented
+	handlers     []*runtimeapi.RuntimeHandler // Status's RuntimeHandlers
+	features     *runtimeapi.RuntimeFeatures  // Status's Features
+	logFiles     bool                         // WithLogFiles: containers' log files are created
+	podCIDR      string                       // the last UpdateRuntimeConfig's
 }
 
 type credential struct{ username, password string }
@@ -472,7 +478,8 @@ func (b *bare) Version(ctx context.Context, apiVersion string) (*runtimeapi.Vers
 }
 
 // Status implements runtime.RuntimeService: the runtime and its network are
-// always ready.
+// always ready; the runtime handlers and features are those
+// WithRuntimeHandlers and WithRuntimeFeatures set (none by default).
 func (r *Runtime) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error) {
 	return r.answering().Status(ctx, verbose)
 }
@@ -482,10 +489,12 @@ func (b *bare) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResp
 	if err := r.enter(ctx, "Status", &runtimeapi.StatusRequest{Verbose: verbose}); err != nil {
 		return nil, err
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
 		{Type: runtimeapi.RuntimeReady, Status: true},
 		{Type: runtimeapi.NetworkReady, Status: true},
-	}}}, nil
+	}}, RuntimeHandlers: cloneAll(r.handlers), Features: clone(r.features)}, nil
 }
 
 // RunPodSandbox implements runtime.RuntimeService. Pod-network sandboxes
@@ -702,6 +711,11 @@ func (b *bare) StartContainer(ctx context.Context, id string) error {
 	}
 	if c.state != runtimeapi.ContainerState_CONTAINER_CREATED {
 		return fail(codes.FailedPrecondition, "container %q is in %s state", id, c.state)
+	}
+	if r.logFiles {
+		if err := touchLog(c.logPath); err != nil {
+			return fail(codes.Unknown, "failed to create container loggers: %v", err)
+		}
 	}
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 	c.startedAt = r.now()

@@ -25,6 +25,7 @@ var Methods = []string{
 	"RunPodSandbox", "StopPodSandbox", "RemovePodSandbox", "PodSandboxStatus", "ListPodSandbox",
 	"CreateContainer", "StartContainer", "StopContainer", "RemoveContainer", "ListContainers", "ContainerStatus", "ExecSync",
 	"ImageFsInfo", "ReopenContainerLog", "ListContainerStats", "ListPodSandboxStats",
+	"UpdateContainerResources", "ContainerStats", "PodSandboxStats", "RuntimeConfig", "UpdateRuntimeConfig",
 }
 
 func checkMethod(method string) {

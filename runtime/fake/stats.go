@@ -57,7 +57,8 @@ func (b *bare) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse
 
 // ReopenContainerLog implements runtime.ContainerLogReopener: accepted for
 // a running container, refused as containerd refuses it for any other
-// ("container is not running").
+// ("container is not running"). With WithLogFiles it creates the log file
+// again when it is missing, as containerd reopens it.
 func (r *Runtime) ReopenContainerLog(ctx context.Context, id string) error {
 	return r.answering().ReopenContainerLog(ctx, id)
 }
@@ -75,6 +76,11 @@ func (b *bare) ReopenContainerLog(ctx context.Context, id string) error {
 	}
 	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		return fail(codes.Unknown, "container is not running")
+	}
+	if r.logFiles {
+		if err := touchLog(c.logPath); err != nil {
+			return fail(codes.Unknown, "failed to create and open log file: %v", err)
+		}
 	}
 	return nil
 }
@@ -126,23 +132,29 @@ func (b *bare) ListPodSandboxStats(ctx context.Context, filter *runtimeapi.PodSa
 		if f := filter; f != nil && (f.Id != "" && f.Id != s.id || !labelsMatch(s.config.Labels, f.LabelSelector)) {
 			continue
 		}
-		now := r.now()
-		st := &runtimeapi.PodSandboxStats{
-			Attributes: &runtimeapi.PodSandboxAttributes{Id: s.id, Metadata: clone(s.config.Metadata), Labels: maps.Clone(s.config.Labels), Annotations: maps.Clone(s.config.Annotations)},
-			Linux:      &runtimeapi.LinuxPodSandboxStats{Memory: &runtimeapi.MemoryUsage{Timestamp: now, WorkingSetBytes: &runtimeapi.UInt64Value{}, UsageBytes: &runtimeapi.UInt64Value{}}},
-		}
-		for _, c := range r.sortedContainers() {
-			if c.sandboxID != s.id {
-				continue
-			}
-			cs := r.statsOf(c)
-			st.Linux.Containers = append(st.Linux.Containers, cs)
-			st.Linux.Memory.UsageBytes.Value += c.memory
-			st.Linux.Memory.WorkingSetBytes.Value += c.memory
-		}
-		out = append(out, st)
+		out = append(out, r.sandboxStats(s))
 	}
 	return out, nil
+}
+
+// sandboxStats is a sandbox's stats: its containers' stats and their
+// memory summed. r.mu is held.
+func (r *Runtime) sandboxStats(s *sandbox) *runtimeapi.PodSandboxStats {
+	now := r.now()
+	st := &runtimeapi.PodSandboxStats{
+		Attributes: &runtimeapi.PodSandboxAttributes{Id: s.id, Metadata: clone(s.config.Metadata), Labels: maps.Clone(s.config.Labels), Annotations: maps.Clone(s.config.Annotations)},
+		Linux:      &runtimeapi.LinuxPodSandboxStats{Memory: &runtimeapi.MemoryUsage{Timestamp: now, WorkingSetBytes: &runtimeapi.UInt64Value{}, UsageBytes: &runtimeapi.UInt64Value{}}},
+	}
+	for _, c := range r.sortedContainers() {
+		if c.sandboxID != s.id {
+			continue
+		}
+		cs := r.statsOf(c)
+		st.Linux.Containers = append(st.Linux.Containers, cs)
+		st.Linux.Memory.UsageBytes.Value += c.memory
+		st.Linux.Memory.WorkingSetBytes.Value += c.memory
+	}
+	return st
 }
 
 // statsOf is a container's stats: the memory SetMemoryUsage set (as usage
