@@ -184,19 +184,33 @@ func AppArmorProfile(pod *corev1.Pod, c *corev1.Container) *corev1.AppArmorProfi
 	if c.SecurityContext != nil && c.SecurityContext.AppArmorProfile != nil {
 		return c.SecurityContext.AppArmorProfile
 	}
-	if v, ok := pod.Annotations[appArmorAnnotationPrefix+c.Name]; ok {
-		switch {
-		case v == appArmorRuntimeDefault:
-			return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}
-		case v == appArmorUnconfined:
-			return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
-		case strings.HasPrefix(v, appArmorLocalhostPrefix):
-			name := strings.TrimPrefix(v, appArmorLocalhostPrefix)
-			return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: &name}
-		}
+	if p := appArmorAnnotation(pod, c); p != nil {
+		return p
 	}
 	if pod.Spec.SecurityContext != nil {
 		return pod.Spec.SecurityContext.AppArmorProfile
+	}
+	return nil
+}
+
+// appArmorAnnotation is the container's deprecated AppArmor annotation;
+// the key is built only for a pod with annotations (this runs for every
+// container on every sync).
+func appArmorAnnotation(pod *corev1.Pod, c *corev1.Container) *corev1.AppArmorProfile {
+	if len(pod.Annotations) == 0 {
+		return nil
+	}
+	v, ok := pod.Annotations[appArmorAnnotationPrefix+c.Name]
+	switch {
+	case !ok:
+		return nil
+	case v == appArmorRuntimeDefault:
+		return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}
+	case v == appArmorUnconfined:
+		return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
+	case strings.HasPrefix(v, appArmorLocalhostPrefix):
+		name := strings.TrimPrefix(v, appArmorLocalhostPrefix)
+		return &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: &name}
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	pathrs "github.com/cyphar/filepath-securejoin/pathrs-lite"
@@ -204,8 +205,22 @@ func (d OSDisk) ResolveSubPath(root, subPath string) (string, error) {
 // with mode perm is left alone, which looks the same from outside and
 // saves a truncate and write on every start (a container that changed its
 // /etc/hosts still gets it restored).
+//
+// A file written or found whole is remembered by its inode, size, mode
+// and change time, so the next start of a container of the same pod knows
+// it unchanged from one lstat instead of reading it: any write or chmod
+// since moves its change time. (One that lands within the file system's
+// timestamp granularity of podstart's own write, before any container of
+// the pod could have started, would go unseen; the containers share the
+// file anyway.)
 func (OSDisk) WriteFile(name string, data []byte, perm fs.FileMode) error {
-	if holds(name, data, perm) {
+	if written.unchanged(name, data, perm) {
+		return nil
+	}
+	if before, ok := stampOf(name); ok && holds(name, data, perm) {
+		if after, ok := stampOf(name); ok && after == before {
+			written.remember(name, data, after) // not changed while read
+		}
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(name), 0o750); err != nil {
@@ -214,7 +229,66 @@ func (OSDisk) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	if err := os.WriteFile(name, data, perm); err != nil {
 		return err
 	}
-	return os.Chmod(name, perm)
+	if err := os.Chmod(name, perm); err != nil {
+		return err
+	}
+	if st, ok := stampOf(name); ok {
+		written.remember(name, data, st)
+	}
+	return nil
+}
+
+// written is what OSDisk.WriteFile last wrote or verified, by path.
+var written = &writtenFiles{files: map[string]writtenFile{}}
+
+// maxWritten bounds the files remembered (a node's pods' hosts files);
+// past it the record starts again empty.
+const maxWritten = 4096
+
+type writtenFiles struct {
+	mu    sync.Mutex
+	files map[string]writtenFile
+}
+
+type writtenFile struct {
+	stamp fileStamp
+	data  string
+}
+
+// fileStamp is what changes when a file is replaced, written or chmod-ed.
+type fileStamp struct {
+	dev, ino     uint64
+	size         int64
+	mode         uint32
+	mtime, ctime unix.Timespec
+}
+
+func stampOf(name string) (fileStamp, bool) {
+	var st unix.Stat_t
+	if err := unix.Lstat(name, &st); err != nil {
+		return fileStamp{}, false
+	}
+	return fileStamp{dev: st.Dev, ino: st.Ino, size: st.Size, mode: st.Mode, mtime: st.Mtim, ctime: st.Ctim}, true
+}
+
+func (w *writtenFiles) unchanged(name string, data []byte, perm fs.FileMode) bool {
+	w.mu.Lock()
+	f, ok := w.files[name]
+	w.mu.Unlock()
+	if !ok || f.data != string(data) {
+		return false
+	}
+	st, ok := stampOf(name)
+	return ok && st == f.stamp && st.mode&unix.S_IFMT == unix.S_IFREG && fs.FileMode(st.mode&0o777) == perm
+}
+
+func (w *writtenFiles) remember(name string, data []byte, st fileStamp) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.files) >= maxWritten {
+		w.files = map[string]writtenFile{}
+	}
+	w.files[name] = writtenFile{stamp: st, data: string(data)}
 }
 
 // holds says whether name is a regular file of mode perm holding exactly

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -237,6 +238,55 @@ func TestWriteFileRestoresHostileHostsFile(t *testing.T) {
 			}
 			if !holds(p, data, 0o644) || holds(p, data, 0o600) || holds(p, append(data, 'x'), 0o644) {
 				t.Fatal("holds does not tell the restored file from others")
+			}
+		})
+	}
+}
+
+// A hosts file WriteFile wrote or found whole is known unchanged from its
+// inode, size, mode and times; a container that rewrote it in place with
+// as many bytes, chmod-ed it or replaced it still gets it restored.
+func TestWriteFileNoticesChangesSinceItsLastWrite(t *testing.T) {
+	data := []byte("127.0.0.1\tlocalhost\n")
+	past := time.Unix(1_000_000_000, 0)
+	for _, tc := range []struct {
+		name   string
+		change func(p string) error
+	}{
+		{"same size, other bytes, in place", func(p string) error {
+			if err := os.WriteFile(p, []byte(strings.Repeat("x", len(data))), 0o644); err != nil {
+				return err
+			}
+			// Whatever the file system's timestamp granularity, the
+			// change shows in the modification time.
+			return os.Chtimes(p, past, past)
+		}},
+		{"chmod", func(p string) error { return os.Chmod(p, 0o600) }},
+		{"replaced", func(p string) error {
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+			return os.WriteFile(p, data[:3], 0o644)
+		}},
+		{"removed", os.Remove},
+		{"unchanged", func(string) error { return nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "etc-hosts")
+			for i := 0; i < 2; i++ { // written, then found whole
+				if err := (OSDisk{}).WriteFile(p, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tc.change(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := (OSDisk{}).WriteFile(p, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if !holds(p, data, 0o644) {
+				got, _ := os.ReadFile(p)
+				t.Fatalf("after %s: file holds %q, want %q 0644", tc.name, got, data)
 			}
 		})
 	}

@@ -250,8 +250,16 @@ func pairedOverhead(b *testing.B, opts ...runtime.Option) {
 	var podstartAllocs, bareAllocs, podstartBytes, bareBytes uint64
 	var m0, m1 goruntime.MemStats
 	run := func(withPodstart bool) {
-		s := serve(b, benchFake(), opts...)
+		f := benchFake()
+		s := serve(b, f, opts...)
 		defer s.close()
+		before := len(f.Calls()) // Dial's Version
+		defer func() {
+			// Both make the very same calls.
+			if got := len(f.Calls()) - before; got != len(calls) {
+				b.Fatalf("%d CRI calls, want %d (podstart: %v)", got, len(calls), withPodstart)
+			}
+		}()
 		if withPodstart {
 			// A new pod each time: its directories do not exist yet.
 			podRoot, err := os.MkdirTemp(root, "")
