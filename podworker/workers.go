@@ -204,6 +204,19 @@ type Workers struct {
 	reasons      *apistatus.Reasons
 	started      time.Time // kubelet's prober manager start: containers older keep their readiness
 
+	// Idleness (WaitIdle), guarded by mu: idle is broadcast whenever
+	// work ends; relistAt and gcAt are when the loops' timers are due
+	// (zero: not armed), relistQueued a relist asked for by an event, and
+	// relisting or collecting a pass under way.
+	idle         *sync.Cond
+	relistAt     time.Time
+	relistQueued bool
+	relisting    bool
+	gcAt         time.Time
+	collecting   bool
+	removing     int // removed pods whose listeners are being told
+	busy         int // pods woken or syncing
+
 	listenMu    sync.Mutex
 	listeners   []listener // OnSync's; replaced, never changed in place
 	listenerSeq uint64
@@ -223,6 +236,10 @@ type worker struct {
 	state       PodState
 	// evicted writes an eviction's status into the final one (Evict).
 	evicted func(*corev1.PodStatus)
+	// woken: a wake-up waits in wake; syncing: the loop is handling one;
+	// retryAt and resyncAt: when the loop's timers are due (zero: none).
+	woken, syncing    bool
+	retryAt, resyncAt time.Time
 }
 
 // New starts Workers over the syncer and their background loops; the
@@ -248,6 +265,7 @@ func New(syncer *podsync.Syncer, opts ...Option) *Workers {
 	ctx, cancel := context.WithCancel(logr.NewContext(context.Background(), o.logger))
 	w := &Workers{syncer: syncer, rt: rt, o: o, ctx: ctx, cancel: cancel,
 		pods: map[types.UID]*worker{}, relistNow: make(chan struct{}, 1), reasons: apistatus.NewReasons(), started: o.clock.Now()}
+	w.idle = sync.NewCond(&w.mu)
 	if o.probes != nil {
 		o.probes.AddListener(w.wake)
 	}
@@ -270,10 +288,74 @@ func (w *Workers) Close() error {
 		return nil
 	}
 	w.closed = true
+	w.idle.Broadcast()
 	w.mu.Unlock()
 	w.cancel()
 	w.wg.Wait()
 	return nil
+}
+
+// WaitIdle waits until the Workers have nothing to do: no pod sync, kill,
+// relist or garbage collection under way or asked for, and no timer of
+// theirs (relist, garbage collection, resync, retry) due on the clock
+// and not yet handled. With a fake clock (WithClock), a test steps the
+// clock and calls WaitIdle to let everything that step made due run to
+// its end, with no sleeps. It returns ctx's error when ctx ends first,
+// and ErrClosed once the Workers are closed. Work the runtime's event
+// stream has not yet delivered is not known.
+func (w *Workers) WaitIdle(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() {
+		w.mu.Lock()
+		w.idle.Broadcast()
+		w.mu.Unlock()
+	})
+	defer stop()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for {
+		switch {
+		case w.closed:
+			return ErrClosed
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case w.idleLocked():
+			return nil
+		}
+		w.idle.Wait()
+	}
+}
+
+func (w *Workers) idleLocked() bool {
+	now := w.o.clock.Now()
+	due := func(t time.Time) bool { return !t.IsZero() && !t.After(now) }
+	if w.busy > 0 || w.relistQueued || w.relisting || due(w.relistAt) || w.collecting || due(w.gcAt) || w.removing > 0 {
+		return false
+	}
+	for _, p := range w.pods {
+		if due(p.retryAt) || due(p.resyncAt) {
+			return false
+		}
+	}
+	return true
+}
+
+// setBusyLocked sets p's woken and syncing, counting busy pods.
+func (w *Workers) setBusyLocked(p *worker, woken, syncing bool) {
+	was, is := p.woken || p.syncing, woken || syncing
+	p.woken, p.syncing = woken, syncing
+	switch {
+	case was && !is:
+		w.busy--
+		w.idle.Broadcast()
+	case is && !was:
+		w.busy++
+	}
+}
+
+// wakeLocked wakes p's loop; w.mu is held.
+func (w *Workers) wakeLocked(p *worker) {
+	w.setBusyLocked(p, true, p.syncing)
+	signal(p.wake)
 }
 
 // Upsert adds a pod or gives its loop a newer spec, and wakes it. A pod
@@ -314,7 +396,7 @@ func (w *Workers) Upsert(pod *corev1.Pod) error {
 		w.terminateLocked(p, nil)
 	}
 	p.state.Pod = p.pod
-	signal(p.wake)
+	w.wakeLocked(p)
 	return nil
 }
 
@@ -338,7 +420,7 @@ func (w *Workers) Delete(pod *corev1.Pod, gracePeriod *int64) error {
 		go w.loop(p)
 	}
 	w.terminateLocked(p, gracePeriod)
-	signal(p.wake)
+	w.wakeLocked(p)
 	return nil
 }
 
@@ -365,7 +447,7 @@ func (w *Workers) Evict(pod *corev1.Pod, gracePeriod int64, status func(*corev1.
 	}
 	p.terminating, p.grace = true, &gracePeriod
 	p.state.Terminating = true
-	signal(p.wake)
+	w.wakeLocked(p)
 	return nil
 }
 
@@ -459,7 +541,7 @@ func (w *Workers) Relist(ctx context.Context) error {
 	}
 	for _, uid := range changed {
 		if p := w.pods[uid]; p != nil {
-			signal(p.wake)
+			w.wakeLocked(p)
 		}
 	}
 	return nil
@@ -470,7 +552,7 @@ func (w *Workers) wake(uid types.UID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if p := w.pods[uid]; p != nil {
-		signal(p.wake)
+		w.wakeLocked(p)
 	}
 }
 
@@ -513,24 +595,55 @@ func signal(ch chan struct{}) {
 	}
 }
 
+// armAt arms t (made when nil) to fire after d and returns when it is
+// due.
+func (w *Workers) armAt(t *clock.Timer, d time.Duration) time.Time {
+	if *t == nil {
+		*t = w.o.clock.NewTimer(d)
+	} else {
+		(*t).Reset(d)
+	}
+	return w.o.clock.Now().Add(d)
+}
+
+// relistLoop relists every relist period, the period counted from the end
+// of the last relist (kubelet's wait.Until), and when an event asks.
 func (w *Workers) relistLoop() {
 	defer w.wg.Done()
+	var t clock.Timer
 	var tick <-chan time.Time
 	if w.o.relist > 0 {
-		t := w.o.clock.NewTicker(w.o.relist)
+		w.mu.Lock()
+		w.relistAt = w.armAt(&t, w.o.relist)
+		w.mu.Unlock()
 		defer t.Stop()
 		tick = t.C()
 	}
 	for {
+		fromTick := false
 		select {
 		case <-w.ctx.Done():
 			return
 		case <-tick:
+			fromTick = true
 		case <-w.relistNow:
 		}
+		w.mu.Lock()
+		w.relistQueued, w.relisting = false, true
+		if fromTick {
+			w.relistAt = time.Time{}
+		}
+		w.mu.Unlock()
 		if err := w.Relist(w.ctx); err != nil && w.ctx.Err() == nil {
 			w.o.logger.V(1).Info("Relist failed", "err", err)
 		}
+		w.mu.Lock()
+		if fromTick {
+			w.relistAt = w.armAt(&t, w.o.relist)
+		}
+		w.relisting = false
+		w.idle.Broadcast()
+		w.mu.Unlock()
 	}
 }
 
@@ -540,7 +653,10 @@ func (w *Workers) gcLoop() {
 		<-w.ctx.Done()
 		return
 	}
-	t := w.o.clock.NewTicker(w.o.gcPeriod)
+	var t clock.Timer
+	w.mu.Lock()
+	w.gcAt = w.armAt(&t, w.o.gcPeriod)
+	w.mu.Unlock()
 	defer t.Stop()
 	for {
 		select {
@@ -548,9 +664,17 @@ func (w *Workers) gcLoop() {
 			return
 		case <-t.C():
 		}
+		w.mu.Lock()
+		w.gcAt, w.collecting = time.Time{}, true
+		w.mu.Unlock()
 		if err := w.CollectGarbage(w.ctx); err != nil && w.ctx.Err() == nil {
 			w.o.logger.V(1).Info("Garbage collection failed", "err", err)
 		}
+		w.mu.Lock()
+		w.gcAt = w.armAt(&t, w.o.gcPeriod)
+		w.collecting = false
+		w.idle.Broadcast()
+		w.mu.Unlock()
 	}
 }
 
@@ -559,7 +683,12 @@ func (w *Workers) gcLoop() {
 func (w *Workers) eventLoop(es runtime.ContainerEventStreamer) {
 	defer w.wg.Done()
 	for w.ctx.Err() == nil {
-		err := es.StreamContainerEvents(w.ctx, func(*runtimeapi.ContainerEventResponse) { signal(w.relistNow) })
+		err := es.StreamContainerEvents(w.ctx, func(*runtimeapi.ContainerEventResponse) {
+			w.mu.Lock()
+			w.relistQueued = true
+			signal(w.relistNow)
+			w.mu.Unlock()
+		})
 		if w.ctx.Err() != nil {
 			return
 		}
@@ -583,17 +712,23 @@ func (w *Workers) loop(p *worker) {
 	defer w.wg.Done()
 	var timer clock.Timer
 	var timerC <-chan time.Time
+	var resync clock.Timer
 	var resyncC <-chan time.Time
 	if w.o.resync > 0 {
-		t := w.o.clock.NewTicker(w.o.resync)
-		defer t.Stop()
-		resyncC = t.C()
+		w.mu.Lock()
+		p.resyncAt = w.armAt(&resync, w.o.resync)
+		w.mu.Unlock()
+		defer resync.Stop()
+		resyncC = resync.C()
 	}
 	stopTimer := func() {
 		if timer != nil {
 			timer.Stop()
 			timer, timerC = nil, nil
 		}
+		w.mu.Lock()
+		p.retryAt = time.Time{}
+		w.mu.Unlock()
 	}
 	defer stopTimer()
 	for {
@@ -604,7 +739,14 @@ func (w *Workers) loop(p *worker) {
 		case <-timerC:
 			timer, timerC = nil, nil
 		case <-resyncC:
+			w.mu.Lock()
+			p.resyncAt = w.armAt(&resync, w.o.resync)
+			w.mu.Unlock()
 		}
+		w.mu.Lock()
+		p.retryAt = time.Time{}
+		w.setBusyLocked(p, false, true)
+		w.mu.Unlock()
 		for {
 			next, done := w.syncUntilQuiet(p)
 			if done {
@@ -616,6 +758,9 @@ func (w *Workers) loop(p *worker) {
 			}
 			timer = w.o.clock.NewTimer(next.Sub(w.o.clock.Now()))
 			timerC = timer.C()
+			w.mu.Lock()
+			p.retryAt = next
+			w.mu.Unlock()
 			// Checked after the timer exists: a clock that reached next
 			// before that would not fire it (a fake clock's zero timer
 			// waits for its next step), so such a time is synced now.
@@ -623,6 +768,9 @@ func (w *Workers) loop(p *worker) {
 				break
 			}
 		}
+		w.mu.Lock()
+		w.setBusyLocked(p, p.woken, false)
+		w.mu.Unlock()
 	}
 }
 
@@ -848,7 +996,13 @@ func (w *Workers) remove(p *worker, status *podsync.PodStatus, r podsync.Result,
 	st := PodState{Pod: p.pod, Status: status, Result: r, Synced: w.o.clock.Now(), Terminating: true, Removed: true, APIStatus: final}
 	if w.pods[p.uid] == p {
 		delete(w.pods, p.uid)
+		w.setBusyLocked(p, false, false)
 	}
+	w.removing++
 	w.mu.Unlock()
 	w.notify(p.uid, st)
+	w.mu.Lock()
+	w.removing--
+	w.idle.Broadcast()
+	w.mu.Unlock()
 }
