@@ -1,0 +1,158 @@
+// Command podagent is podstart's side of the bench tier: a process that
+// runs the pods of a manifest directory with podworker over podsync over
+// runtime.Dial, as standalone kubelet runs them as static pods, so that
+// its CPU and memory are measured as kubelet's are.
+//
+// Each manifest (JSON or YAML, one pod) is read once at start, named and
+// given a UID as kubelet names its static pods (<name>-<node name>; a UID
+// hashed from the manifest and the node name), defaulted as the API server
+// would (defaults.Pod) and upserted; then SourcesReady. Nothing else runs:
+// no status manager, log rotation, image GC, eviction or file watch (the
+// issue compares podworker with kubelet). With -cgroup-root it makes
+// kubelet's QoS and pod cgroups there (podworker.WithPodCgroups), as the
+// bench's kubelet does under a root of its own. It stops on SIGTERM or SIGINT,
+// leaving its pods running, as kubelet does.
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/podstart/podstart/cgroups"
+	"github.com/podstart/podstart/criconfig"
+	"github.com/podstart/podstart/defaults"
+	"github.com/podstart/podstart/podsync"
+	"github.com/podstart/podstart/podworker"
+	"github.com/podstart/podstart/runtime"
+)
+
+func main() {
+	endpoint := flag.String("cri", "", "CRI endpoint, unix:///path")
+	manifests := flag.String("manifests", "", "directory of pod manifests")
+	rootDir := flag.String("root-dir", "", "kubelet-style root dir")
+	logsDir := flag.String("pod-logs-dir", "", "pod logs dir")
+	nodeName := flag.String("node-name", "bench", "the node's name (static pods are named <name>-<node name>)")
+	cgroupRoot := flag.String("cgroup-root", "", `make kubelet's QoS and pod cgroups (cgroupfs) under this cgroup root, as kubelet's cgroupsPerQOS with cgroupRoot; "": none, as cgroupsPerQOS false`)
+	flag.Parse()
+	if *endpoint == "" || *manifests == "" || *rootDir == "" || *logsDir == "" {
+		log.Fatal("podagent: -cri, -manifests, -root-dir and -pod-logs-dir are required")
+	}
+	pods, err := readPods(*manifests, *nodeName)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	rt, err := runtime.Dial(ctx, *endpoint, runtime.WithConnectTimeout(20*time.Second))
+	cancel()
+	if err != nil {
+		log.Fatal(err)
+	}
+	perQOS := *cgroupRoot != ""
+	node := criconfig.Node{RootDir: *rootDir, PodLogsDir: *logsDir, CgroupsPerQOS: &perQOS, CgroupRoot: *cgroupRoot,
+		CgroupDriver: cgroups.DriverCgroupfs, ResolvConf: "/etc/resolv.conf"}
+	var opts []podworker.Option
+	if perQOS {
+		m, err := podCgroups(node)
+		if err != nil {
+			log.Fatal(err)
+		}
+		opts = append(opts, podworker.WithPodCgroups(m))
+	}
+	syncer := podsync.NewSyncer(rt, nil, podsync.WithNode(node))
+	w := podworker.New(syncer, opts...)
+	for _, p := range pods {
+		if err := w.Upsert(p); err != nil {
+			log.Printf("podagent: %s: %v", p.Name, err)
+		}
+	}
+	w.SourcesReady()
+	log.Printf("podagent: %d pods upserted", len(pods))
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	<-sig
+	w.Close()
+	rt.Close()
+}
+
+// podCgroups makes kubelet's QoS cgroups under the node's cgroup root
+// (node allocatable enforced on kubepods: the host's capacity, no
+// reservation) and returns the manager that makes the pods'.
+func podCgroups(node criconfig.Node) (*cgroups.Manager, error) {
+	tree, err := cgroups.DetectTree("")
+	if err != nil {
+		return nil, err
+	}
+	m, err := cgroups.NewManager(tree, node, cgroups.WithNodeAllocatable(cgroups.NodeAllocatable{Capacity: cgroups.HostCapacity()}))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return m, m.EnsureQoS(ctx)
+}
+
+// readPods reads the manifests of dir, sorted by file name, as kubelet's
+// file source makes static pods of them.
+func readPods(dir, nodeName string) ([]*corev1.Pod, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range ents {
+		if !e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	var pods []*corev1.Pod
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			return nil, err
+		}
+		p, err := staticPod(b, nodeName)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, n), err)
+		}
+		pods = append(pods, p)
+	}
+	return pods, nil
+}
+
+// staticPod is the pod of one manifest as kubelet's file source makes it:
+// the name suffixed with the node's, a UID from a hash of the manifest and
+// the node name, the node name set, defaults applied.
+func staticPod(manifest []byte, nodeName string) (*corev1.Pod, error) {
+	var p corev1.Pod
+	if err := yaml.Unmarshal(manifest, &p); err != nil {
+		return nil, err
+	}
+	if p.Namespace == "" {
+		p.Namespace = "default"
+	}
+	if p.UID == "" {
+		sum := sha256.Sum256(append(append([]byte{}, manifest...), nodeName...))
+		p.UID = types.UID(hex.EncodeToString(sum[:16]))
+	}
+	p.Name = p.Name + "-" + nodeName
+	p.Spec.NodeName = nodeName
+	defaults.Pod(&p)
+	return &p, nil
+}

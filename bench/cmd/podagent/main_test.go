@@ -1,0 +1,52 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestReadPods(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	json := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"},"spec":{"containers":[{"name":"app","image":"busybox:1.35"}]}}`
+	yaml := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: b\n  namespace: ns\nspec:\n  containers:\n  - name: app\n    image: busybox:1.35\n"
+	for name, content := range map[string]string{"a.json": json, "b.yaml": yaml, ".hidden": "x"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pods, err := readPods(dir, "node1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods) != 2 {
+		t.Fatalf("%d pods", len(pods))
+	}
+	a, b := pods[0], pods[1]
+	if a.Name != "a-node1" || a.Namespace != "default" || b.Name != "b-node1" || b.Namespace != "ns" || a.Spec.NodeName != "node1" {
+		t.Errorf("names: %s/%s, %s/%s", a.Namespace, a.Name, b.Namespace, b.Name)
+	}
+	if a.UID == "" || a.UID == b.UID {
+		t.Errorf("UIDs %q, %q", a.UID, b.UID)
+	}
+	// Defaulted as the API server would: the pull policy of a tagged image.
+	if got := a.Spec.Containers[0].ImagePullPolicy; got != corev1.PullIfNotPresent {
+		t.Errorf("pull policy %q", got)
+	}
+	again, _ := readPods(dir, "node1")
+	if again[0].UID != a.UID {
+		t.Error("UID not stable across reads")
+	}
+	if other, _ := readPods(dir, "node2"); other[0].UID == a.UID {
+		t.Error("UID does not depend on the node name")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "c.json"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readPods(dir, "node1"); err == nil {
+		t.Error("a bad manifest: no error")
+	}
+}
