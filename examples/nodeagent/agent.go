@@ -87,6 +87,11 @@ type Config struct {
 	// host's; the agent then needs CAP_SYS_ADMIN, as kubelet does). Tests
 	// over a fake runtime pass mounts/fake's.
 	Mounter mounts.Mounter
+	// Trace, if set, hears where each pod's start spends its time
+	// (TraceEvent's stages: the watch, admission, each sync, podsync's
+	// steps, the status manager's reads and patches), from the
+	// goroutines doing the work: it must not block.
+	Trace func(TraceEvent)
 }
 
 type agent struct {
@@ -162,7 +167,11 @@ func Run(ctx context.Context, cfg Config) error {
 	a.volumes = apiobjects.NewVolumes(objects, cfg.RootDir, apiobjects.WithTokens(tokens), apiobjects.WithMounter(mounter),
 		apiobjects.WithEventRecorder(recorder), apiobjects.WithNodeAllocatable(node.Status.Allocatable),
 		apiobjects.WithPodCertificates(certs), apiobjects.WithClusterTrustBundles(bundles))
-	syncer := podsync.NewSyncer(cfg.Runtime, ims,
+	var syncOpts []podsync.Option
+	if cfg.Trace != nil {
+		syncOpts = append(syncOpts, podsync.WithTrace(a.traceStep))
+	}
+	syncer := podsync.NewSyncer(cfg.Runtime, ims, append(syncOpts,
 		podsync.WithNode(a.host), podsync.WithMounter(mounter),
 		podsync.WithRootDir(cfg.RootDir), podsync.WithPodLogsDir(cfg.PodLogsDir),
 		podsync.WithRecorder(recorder), podsync.WithProbes(prober),
@@ -170,7 +179,7 @@ func Run(ctx context.Context, cfg Config) error {
 		// Services give every container KUBERNETES_SERVICE_HOST and _PORT
 		// (client-go's in-cluster config) and, with enableServiceLinks, its
 		// namespace's service variables.
-		podsync.WithEnvResolver(apiobjects.Env{Source: objects, Services: objects}))
+		podsync.WithEnvResolver(apiobjects.Env{Source: objects, Services: objects}))...)
 	// Kubelet reads only the pod's imagePullSecrets: the ServiceAccount
 	// admission plugin has copied its account's into it. The agent also
 	// reads the account's, for pods made without that plugin (client-go's
@@ -178,7 +187,11 @@ func Run(ctx context.Context, cfg Config) error {
 	pullSecrets := &apiobjects.PullSecrets{Source: objects, Recorder: recorder, ServiceAccounts: objects}
 	// Statuses reach the API server through kubelet's status manager,
 	// which also deletes a pod's object once the worker removed the pod.
-	statuses := statusmanager.New(apiClient{cfg.Client}, statusmanager.WithClock(cfg.Clock))
+	var client statusmanager.Client = apiClient{cfg.Client}
+	if cfg.Trace != nil {
+		client = tracedClient{apiClient{cfg.Client}, a}
+	}
+	statuses := statusmanager.New(client, statusmanager.WithClock(cfg.Clock))
 	var workerOpts []podworker.Option
 	if cfg.PodCgroups != nil {
 		workerOpts = append(workerOpts, podworker.WithPodCgroups(cfg.PodCgroups))
@@ -208,12 +221,16 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	workerOpts = append(workerOpts,
 		podworker.WithRuntimeName(v.RuntimeName), podworker.WithHostIPs(hostIPs...),
-		podworker.WithProbes(prober), podworker.WithPullSecrets(pullSecrets.ForPod),
+		podworker.WithProbes(prober), podworker.WithPullSecrets(func(ctx context.Context, pod *corev1.Pod) ([]corev1.Secret, error) {
+			a.trace(pod, "sync", 0, false)
+			return pullSecrets.ForPod(ctx, pod)
+		}),
 		podworker.WithOnSync(func(uid types.UID, st podworker.PodState) {
 			// FailedToRetrieveImagePullSecret, after a pull that failed
 			// (kubelet v1.37).
 			pullSecrets.AfterSync(st.Pod, st.Result)
 			statuses.OnSync(uid, st)
+			a.trace(st.Pod, "synced", 0, podReady(st.APIStatus))
 		}))
 	a.workers = podworker.New(syncer, workerOpts...)
 	defer a.workers.Close()
@@ -287,11 +304,13 @@ func (a *agent) podChanged(obj any) {
 	if !ok || pod.Spec.NodeName != a.NodeName {
 		return
 	}
+	a.trace(pod, "watch", 0, false)
 	var err error
 	if pod.DeletionTimestamp != nil {
 		err = a.workers.Delete(pod, pod.DeletionGracePeriodSeconds)
 	} else if a.admit(pod) {
 		err = a.workers.Upsert(pod)
+		a.trace(pod, "admitted", 0, false)
 	}
 	if err != nil {
 		log.Printf("pod %s/%s: %v", pod.Namespace, pod.Name, err)

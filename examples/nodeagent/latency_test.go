@@ -78,7 +78,10 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 	t.Cleanup(func() { agentProxy.Close() })
 	dialCtx, cancelDial := context.WithTimeout(ctx, 30*time.Second)
 	defer cancelDial()
-	rt, err := runtime.Dial(dialCtx, agentProxy.Endpoint())
+	// The agent's pod-start CRI calls, timed at its client, and its trace:
+	// the breakdown of its start latency.
+	agentCRI, agentTrace := &criRecorder{}, &traceSink{}
+	rt, err := runtime.Dial(dialCtx, agentProxy.Endpoint(), agentCRI.dialOption())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,14 +115,14 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 	agentAPI, agentURL := sideBySideNodeAPI(t, c)
 	runAgent(t, Config{Client: clientFor(t, c.NodeKubeconfig), Runtime: rt, NodeName: agentNode, RootDir: root,
 		PodLogsDir: filepath.Join(root, "logs"), Clock: clock.RealClock{}, PodCgroups: agentCgroups, CgroupRoot: sideBySideCgroups + "/agent",
-		NodeAPI: agentAPI})
+		NodeAPI: agentAPI, Trace: agentTrace.add})
 
 	// The kubelet, through its own guarded proxy.
 	kubeconfig, err := c.NodeKubeconfigFor(kubeletNode)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubeletPort := startKubelet(t, kubeletBin, kubeconfig, kubeletNode, work, endpoint)
+	kubeletPort, kubeletProxy := startKubelet(t, kubeletBin, kubeconfig, kubeletNode, work, endpoint)
 	eventually(t, "kubelet's Node Ready", func() bool {
 		n, err := admin.CoreV1().Nodes().Get(ctx, kubeletNode, metav1.GetOptions{})
 		return err == nil && nodeReady(n)
@@ -244,6 +247,8 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 	}
 	t.Logf("pod start latency, creation to Ready as a watch sees it, median of %d pods each: podstart agent %v, kubelet v1.37.2 %v",
 		n, median(agentNode).Round(time.Millisecond), median(kubeletNode).Round(time.Millisecond))
+	logBreakdown(t, n, agentNode, kubeletNode, created, readyAt, &mu, agentTrace.snapshot(), agentCRI.snapshot(), proxyCalls(kubeletProxy),
+		filepath.Join(work, "kubelet.log"), endpoint, admin, filepath.Join(work, "bare"))
 
 	// Both delete their pods after graceful termination; nothing is left
 	// on containerd for either.
@@ -300,7 +305,9 @@ const sideBySideCgroups = "/podstart-side-by-side"
 
 // startKubelet runs the real kubelet as a node of the API server until the
 // test ends, on containerd through a guarded proxy.
-func startKubelet(t *testing.T, bin, kubeconfig, node, work, endpoint string) (port int) {
+// Its log is work/kubelet.log, at -v=2 (PODSTART_KUBELET_V sets another
+// level); p is its proxy.
+func startKubelet(t *testing.T, bin, kubeconfig, node, work, endpoint string) (port int, p *criproxy.Proxy) {
 	t.Helper()
 	p, err := criproxy.Start(filepath.Join(work, "kubelet.sock"), endpoint, criproxy.Guard())
 	if err != nil {
@@ -332,7 +339,7 @@ func startKubelet(t *testing.T, bin, kubeconfig, node, work, endpoint string) (p
 		nodeIP = ip.String()
 	}
 	cmd := exec.Command(bin, "--config="+cfg, "--kubeconfig="+kubeconfig, "--root-dir="+root,
-		"--hostname-override="+node, "--node-ip="+nodeIP, "--v=2")
+		"--hostname-override="+node, "--node-ip="+nodeIP, "--v="+kubeletVerbosity())
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -353,7 +360,7 @@ func startKubelet(t *testing.T, bin, kubeconfig, node, work, endpoint string) (p
 			t.Error(err)
 		}
 	})
-	return port
+	return port, p
 }
 
 // statusPods are the pods whose statuses the two nodes must report alike.
