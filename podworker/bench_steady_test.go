@@ -3,8 +3,10 @@ package podworker_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"runtime/pprof"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -146,7 +148,8 @@ func cpuTime() time.Duration {
 // the CRI calls, API server calls and pod syncs it made; mem-KiB/pod the
 // live heap and goroutine stacks the node added, after a collection, per
 // pod. Run with -benchtime=10x
-// (building the node is the slow part).
+// (building the node is the slow part); STEADY_CPUPROFILE=file profiles
+// the steady minutes alone, to file.<N>.
 func BenchmarkSteadyState(b *testing.B) {
 	for _, n := range []int{100, 250, 500} {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
@@ -161,6 +164,18 @@ func BenchmarkSteadyState(b *testing.B) {
 			goruntime.GC()
 			b.ReportAllocs()
 			b.ResetTimer()
+			if f := os.Getenv("STEADY_CPUPROFILE"); f != "" {
+				// Only the steady minutes, not building the node.
+				out, err := os.Create(fmt.Sprintf("%s.%d", f, n))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := pprof.StartCPUProfile(out); err != nil {
+					b.Fatal(err)
+				}
+				defer out.Close()
+				defer pprof.StopCPUProfile()
+			}
 			cpu := cpuTime()
 			apiCalls := 0
 			for i := 0; i < b.N; i++ {

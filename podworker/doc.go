@@ -34,8 +34,12 @@
 //     relisted only;
 //   - a sync failed for another reason: it is retried after a delay
 //     (10 s, kubelet's workerBackOffPeriod, spread the same way);
-//   - kubelet's periodic resync (1 min) syncs every pod with the status of
-//     the latest relist, at no extra runtime cost.
+//   - kubelet's periodic resync (1 min) syncs, with the status of the
+//     latest relist, every pod whose last sync left something a resync
+//     could still do: it failed, did work, is being killed, has an active
+//     deadline, or has an in-place resize that could not be done. A pod
+//     whose last sync succeeded with nothing to do is not resynced (see
+//     below).
 //
 // Deleting a pod kills it with kubelet's effective grace period
 // (podsync.EffectiveGracePeriod), then removes its containers, sandboxes,
@@ -59,8 +63,23 @@
 // after a sync that did work, so a pod with init containers starts one
 // relist period faster per init container. Kubelet's requeued pods are
 // picked up by its sync loop's 1 s tick; a retry here fires at its time,
-// on average half a second sooner. A sync that succeeds is repeated
-// every resync period without kubelet's jitter. A sync that failed both on
+// on average half a second sooner. A sync that succeeds but leaves work
+// is repeated one resync period after it, without kubelet's jitter.
+//
+// Kubelet resyncs every pod every minute. A pod here whose last sync
+// succeeded with nothing to start, kill or update (and no retry, kill,
+// active deadline or pending resize) is not resynced: everything that
+// could give it work wakes it already (a new spec, a runtime change seen
+// by a relist or an event, a probe result, a back-off's end), so
+// kubelet's resync of it computes no action and the same status, and its
+// cost would grow with the number of pods while nothing changes (issue
+// 27). What such a resync reads that is not the pod's own state is not
+// read again: pull secrets (needed only to pull, that is, to start
+// something) and the pod's cgroup, which is not re-applied every minute
+// (kubelet's EnsureExists would recreate one removed behind its back).
+// PodState.Synced and the listeners (WithOnSync) therefore hear a steady
+// pod only when it changes; a caller that wants a pod synced again
+// upserts it. A sync that failed both on
 // a back-off and for another reason is retried here after the error retry
 // if that is sooner; kubelet waits for the back-off (up to the resync
 // period) even then, which would leave, say, a missing secret unnoticed

@@ -134,7 +134,9 @@ func WithClock(c clock.WithTicker) Option { return func(o *options) { o.clock = 
 // upserts, own work, back-off ends and runtime events wake pods).
 func WithRelistPeriod(d time.Duration) Option { return func(o *options) { o.relist = d } }
 
-// WithResyncPeriod sets kubelet's periodic resync of every pod (0: none).
+// WithResyncPeriod sets the period of kubelet's resync (0: none), for
+// the pods whose last sync left something it could do (see the package
+// doc: a steady pod is not resynced).
 func WithResyncPeriod(d time.Duration) Option { return func(o *options) { o.resync = d } }
 
 // WithErrorRetry sets the delay before a failed sync is retried.
@@ -710,17 +712,8 @@ func (w *Workers) eventLoop(es runtime.ContainerEventStreamer) {
 // loop is one pod's goroutine.
 func (w *Workers) loop(p *worker) {
 	defer w.wg.Done()
-	var timer clock.Timer
-	var timerC <-chan time.Time
-	var resync clock.Timer
-	var resyncC <-chan time.Time
-	if w.o.resync > 0 {
-		w.mu.Lock()
-		p.resyncAt = w.armAt(&resync, w.o.resync)
-		w.mu.Unlock()
-		defer resync.Stop()
-		resyncC = resync.C()
-	}
+	var timer, resync clock.Timer
+	var timerC, resyncC <-chan time.Time
 	stopTimer := func() {
 		if timer != nil {
 			timer.Stop()
@@ -731,6 +724,23 @@ func (w *Workers) loop(p *worker) {
 		w.mu.Unlock()
 	}
 	defer stopTimer()
+	// setResync arms the resync one period from now, or disarms it.
+	setResync := func(on bool) {
+		if resync != nil {
+			resync.Stop()
+			resync, resyncC = nil, nil
+		}
+		var at time.Time
+		if on {
+			resync = w.o.clock.NewTimer(w.o.resync)
+			resyncC = resync.C()
+			at = w.o.clock.Now().Add(w.o.resync)
+		}
+		w.mu.Lock()
+		p.resyncAt = at
+		w.mu.Unlock()
+	}
+	defer setResync(false)
 	for {
 		select {
 		case <-w.ctx.Done():
@@ -739,12 +749,10 @@ func (w *Workers) loop(p *worker) {
 		case <-timerC:
 			timer, timerC = nil, nil
 		case <-resyncC:
-			w.mu.Lock()
-			p.resyncAt = w.armAt(&resync, w.o.resync)
-			w.mu.Unlock()
+			resync, resyncC = nil, nil
 		}
 		w.mu.Lock()
-		p.retryAt = time.Time{}
+		p.retryAt, p.resyncAt = time.Time{}, time.Time{}
 		w.setBusyLocked(p, false, true)
 		w.mu.Unlock()
 		for {
@@ -768,10 +776,32 @@ func (w *Workers) loop(p *worker) {
 				break
 			}
 		}
+		setResync(w.o.resync > 0 && !w.steady(p))
 		w.mu.Lock()
 		w.setBusyLocked(p, p.woken, false)
 		w.mu.Unlock()
 	}
+}
+
+// steady reports whether p's last sync left nothing for a resync to do:
+// it succeeded with nothing to start, kill or update, no retry is
+// pending, the pod is not being killed, and nothing about the pod changes
+// with time alone (an active deadline, a resize that could not be done).
+// Every change that could give a resync work wakes the pod itself: a new
+// spec (Upsert), the runtime (a relist or an event), a probe result, a
+// back-off's end (NextSync). A steady pod is not resynced; kubelet's
+// resync of it would compute the same actions (none) and status.
+func (w *Workers) steady(p *worker) bool {
+	w.mu.Lock()
+	st, terminating := p.state, p.terminating
+	w.mu.Unlock()
+	if terminating || st.Err != nil || !st.NextSync.IsZero() || st.Result.Error() != nil || len(st.Result.Results) > 0 {
+		return false
+	}
+	if st.Pod == nil || st.Pod.Spec.ActiveDeadlineSeconds != nil {
+		return false
+	}
+	return w.reasons.ResizeFor(p.uid) == nil
 }
 
 // syncUntilQuiet syncs p until a sync has nothing left to do, and returns

@@ -457,16 +457,38 @@ func TestOnSyncListeners(t *testing.T) {
 	}
 	e := newEnv(t, nil, podworker.WithOnSync(listen("a")), podworker.WithOnSync(listen("b")))
 	remove := e.workers.OnSync(listen("c"))
+	// The last listener: once it heard a pod, all the others have.
+	last := make(chan types.UID, 100)
+	e.workers.OnSync(func(uid types.UID, _ podworker.PodState) {
+		select {
+		case last <- uid:
+		default: // read while waited for; later syncs need not be
+		}
+	})
+	heardBy := func(uid types.UID) {
+		t.Helper()
+		timeout := time.After(20 * time.Second)
+		for {
+			select {
+			case got := <-last:
+				if got == uid {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("no sync of %s heard", uid)
+			}
+		}
+	}
 	first, second := testPod("first"), testPod("second")
 	if err := e.workers.Upsert(first); err != nil {
 		t.Fatal(err)
 	}
-	e.waitFor("first pod synced", []types.UID{first.UID}, func(st podworker.PodState) bool { return !st.Synced.IsZero() })
+	heardBy(first.UID)
 	remove()
 	if err := e.workers.Upsert(second); err != nil {
 		t.Fatal(err)
 	}
-	e.waitFor("second pod synced", []types.UID{second.UID}, func(st podworker.PodState) bool { return !st.Synced.IsZero() })
+	heardBy(second.UID)
 	mu.Lock()
 	defer mu.Unlock()
 	if got := heard[first.UID]; !strings.HasPrefix(got, "abc") {

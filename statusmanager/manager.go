@@ -70,6 +70,10 @@ type entry struct {
 	// spec from OnSync, or what a read or patch returned (kubelet's pod
 	// manager); nil when unknown.
 	pod *corev1.Pod
+	// matched is the pod last found to match status in every field
+	// kubelet owns (needsReconcile): while pod and status stay the same,
+	// they still match.
+	matched *corev1.Pod
 }
 
 // Manager writes the pods' statuses to the API server, as kubelet's status
@@ -257,12 +261,16 @@ func (m *Manager) needsUpdate(uid types.UID, e *entry) bool {
 // needsReconcile is kubelet's: the API server's status (as last seen)
 // differs from the manager's in a field kubelet owns.
 func (m *Manager) needsReconcile(e *entry) bool {
-	if e.pod == nil {
+	if e.pod == nil || e.pod == e.matched {
 		return false
 	}
 	api := e.pod.Status.DeepCopy()
 	apistatus.Normalize(e.pod, api)
-	return !equalByKubelet(api, &e.status)
+	if !equalByKubelet(api, &e.status) {
+		return true
+	}
+	e.matched = e.pod // e.status changes only in a new entry
+	return false
 }
 
 // syncPod is kubelet's syncPod: read the pod, merge, patch when the patch

@@ -1,0 +1,148 @@
+package podworker_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/podstart/podstart/images"
+	"github.com/podstart/podstart/podsync"
+	"github.com/podstart/podstart/podworker"
+	"github.com/podstart/podstart/runtime/fake"
+)
+
+// clocked is Workers on a fake clock, with the pods' syncs counted.
+type clocked struct {
+	t       *testing.T
+	clk     *testingclock.FakeClock
+	rt      *fake.Runtime
+	workers *podworker.Workers
+	mu      sync.Mutex
+	syncs   map[types.UID]int
+}
+
+func newClocked(t *testing.T, opts ...podworker.Option) *clocked {
+	c := &clocked{t: t, clk: testingclock.NewFakeClock(time.Unix(1_000_000, 0)), syncs: map[types.UID]int{}}
+	c.rt = fake.New(fake.WithClock(c.clk), fake.WithStartFunc(exitInits))
+	root := t.TempDir()
+	ims := images.NewManager(c.rt, images.WithClock(c.clk))
+	t.Cleanup(func() { ims.Close() })
+	syncer := podsync.NewSyncer(c.rt, ims, podsync.WithClock(c.clk), podsync.WithRootDir(root), podsync.WithPodLogsDir(root+"/logs"))
+	c.workers = podworker.New(syncer, append([]podworker.Option{podworker.WithClock(c.clk), podworker.WithJitter(func(d time.Duration) time.Duration { return d }),
+		podworker.WithOnSync(func(uid types.UID, _ podworker.PodState) {
+			c.mu.Lock()
+			c.syncs[uid]++
+			c.mu.Unlock()
+		})}, opts...)...)
+	t.Cleanup(func() { c.workers.Close() })
+	return c
+}
+
+// step advances the clock by d, a second at a time, letting the Workers
+// finish what each second made due.
+func (c *clocked) step(d time.Duration) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for end := c.clk.Now().Add(d); c.clk.Now().Before(end); {
+		c.clk.Step(time.Second)
+		if err := c.workers.WaitIdle(ctx); err != nil {
+			c.t.Fatalf("WaitIdle at %v: %v", c.clk.Now(), err)
+		}
+	}
+}
+
+func (c *clocked) synced(uid types.UID) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.syncs[uid]
+}
+
+func (c *clocked) runUntil(what string, uid types.UID, cond func(podworker.PodState) bool) {
+	c.t.Helper()
+	for i := 0; ; i++ {
+		if st, ok := c.workers.Status(uid); ok && cond(st) {
+			return
+		}
+		if i > 120 {
+			c.t.Fatalf("not %s after %d simulated seconds", what, i)
+		}
+		c.step(time.Second)
+	}
+}
+
+// A running pod whose last sync had nothing to do is not synced again
+// until something changes: the resync would find nothing to do either. A
+// change of the runtime (a container exits) still syncs it at once.
+func TestSteadyPodIsNotResynced(t *testing.T) {
+	c := newClocked(t)
+	pod := testPod("steady")
+	if err := c.workers.Upsert(pod); err != nil {
+		t.Fatal(err)
+	}
+	c.runUntil("running", pod.UID, running)
+	c.step(time.Minute)
+	before := c.synced(pod.UID)
+	c.step(5 * podworker.DefaultResyncPeriod)
+	if got := c.synced(pod.UID); got != before {
+		t.Fatalf("%d syncs of a steady pod in five resync periods, want none", got-before)
+	}
+	if got := c.rt.CallCount("StartContainer"); got != 4 {
+		t.Fatalf("%d containers started, want 4", got)
+	}
+	// The same spec upserted again is synced (a caller's resync).
+	if err := c.workers.Upsert(pod); err != nil {
+		t.Fatal(err)
+	}
+	c.step(time.Second)
+	if got := c.synced(pod.UID); got != before+1 {
+		t.Fatalf("%d syncs after an upsert, want 1", got-before)
+	}
+}
+
+// Pods that a resync may still give work keep kubelet's periodic resync:
+// one with an active deadline, and one whose sync failed (retried, then
+// resynced while it keeps failing).
+func TestResyncKeptForPodsThatNeedIt(t *testing.T) {
+	var failSecrets atomic.Bool
+	c := newClocked(t, podworker.WithPullSecrets(func(_ context.Context, pod *corev1.Pod) ([]corev1.Secret, error) {
+		if pod.Name == "failing" && failSecrets.Load() {
+			return nil, errors.New("secret unavailable")
+		}
+		return nil, nil
+	}), podworker.WithErrorRetry(2*time.Minute)) // longer than the resync: the resync period bounds the retry
+	deadline := testPod("deadline")
+	d := int64(3600)
+	deadline.Spec.ActiveDeadlineSeconds = &d
+	failing := testPod("failing")
+	for _, p := range []*corev1.Pod{deadline, failing} {
+		if err := c.workers.Upsert(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.runUntil("running", deadline.UID, running)
+	c.runUntil("running", failing.UID, running)
+	failSecrets.Store(true)
+	if err := c.workers.Upsert(failing); err != nil {
+		t.Fatal(err)
+	}
+	c.step(time.Second)
+	if st, _ := c.workers.Status(failing.UID); st.Err == nil {
+		t.Fatal("sync with failing pull secrets succeeded")
+	}
+	d0, f0 := c.synced(deadline.UID), c.synced(failing.UID)
+	c.step(3 * podworker.DefaultResyncPeriod)
+	if got := c.synced(deadline.UID) - d0; got != 3 {
+		t.Errorf("pod with an active deadline synced %d times in three resync periods, want 3", got)
+	}
+	if got := c.synced(failing.UID) - f0; got != 3 {
+		t.Errorf("failing pod synced %d times in three resync periods, want 3", got)
+	}
+}
