@@ -68,6 +68,7 @@ type config struct {
 	timeout             time.Duration
 	keep                bool
 	podCgroups          bool
+	cgroupPrefix        string // a side's cgroup root is <prefix>-<side>
 	imageFs             string
 	nodeIP              string
 	bin                 string // where fakecri and podagent were built
@@ -85,6 +86,7 @@ func main() {
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "time allowed for all N containers to run")
 	flag.StringVar(&c.imageFs, "image-fs", "", "a directory the fake reports as its image filesystem (default: one in the run's directory); kubelet's cAdvisor must know its device")
 	flag.BoolVar(&c.keep, "keep", false, "keep each run's directory (logs, manifests)")
+	c.cgroupPrefix = "/podstart-bench"
 	flag.BoolVar(&c.podCgroups, "pod-cgroups", true, "kubelet's default cgroupsPerQOS (QoS and pod cgroups, under a cgroup root of each side's own: /podstart-bench-<side>); false: the recipe's cgroupsPerQOS false, where kubelet's cAdvisor watches every cgroup of the host")
 	flag.Parse()
 	counts, err := parseCounts(*ns)
@@ -234,7 +236,7 @@ func run(ctx context.Context, c config, side string, n int) (result, error) {
 	}
 	cgroupRoot := ""
 	if c.podCgroups {
-		cgroupRoot = "/podstart-bench-" + side
+		cgroupRoot = c.cgroupPrefix + "-" + side
 		if err := kubeletrun.MakeCgroupRoot(cgroupRoot); err != nil {
 			return r, fmt.Errorf("cgroup root: %w", err)
 		}
