@@ -30,8 +30,10 @@
 //     GetContainerEvents, containerd 1.7 and later; runtime/fake) triggers
 //     a relist at once, so a container's exit is seen in milliseconds
 //     rather than at the next period (WithContainerEvents turns it off);
-//     a runtime without it (containerd 1.6 answers Unimplemented) is
-//     relisted only;
+//     while the stream is open and the node has not changed for
+//     QuietAfter (10 s), the relist period is 1 min
+//     (WithEventedRelistPeriod; see below); a runtime without events
+//     (containerd 1.6 answers Unimplemented) is relisted every period;
 //   - a sync failed for another reason: it is retried after a delay
 //     (10 s, kubelet's workerBackOffPeriod, spread the same way);
 //   - kubelet's periodic resync (1 min) syncs, with the status of the
@@ -79,7 +81,25 @@
 // (kubelet's EnsureExists would recreate one removed behind its back).
 // PodState.Synced and the listeners (WithOnSync) therefore hear a steady
 // pod only when it changes; a caller that wants a pod synced again
-// upserts it. A sync that failed both on
+// upserts it.
+//
+// Kubelet's generic PLEG relists every second, whatever the runtime
+// streams (its evented PLEG, off by default, relists every 5 min). Each
+// relist lists every sandbox and container of the node, so its cost grows
+// with the number of pods while nothing changes. Here, while the
+// runtime's event stream is open and nothing changed for QuietAfter, the
+// node is relisted once a minute (WithEventedRelistPeriod): every change
+// of a container comes with an event, which relists at once, and after
+// any change, event, or opening or end of the stream the node is relisted
+// every second again for QuietAfter, the time podsync's StatusCache keeps
+// asking about a failed container for a reason its runtime records late
+// (OOMKilled, which comes with no event). A change that comes with no
+// event and no container change within that time (a sandbox that stops
+// alone on a runtime that sends no event for sandboxes, as runtime/fake;
+// containerd sends them; events the runtime dropped because the stream
+// fell behind, with none of the burst delivered) is seen at the next
+// relist, up to a minute later where kubelet sees it within a second.
+// WithEventedRelistPeriod(0) relists every second as kubelet. A sync that failed both on
 // a back-off and for another reason is retried here after the error retry
 // if that is sooner; kubelet waits for the back-off (up to the resync
 // period) even then, which would leave, say, a missing secret unnoticed

@@ -26,10 +26,11 @@ type clocked struct {
 	workers *podworker.Workers
 	mu      sync.Mutex
 	syncs   map[types.UID]int
+	synced1 chan struct{} // a sync ended
 }
 
 func newClocked(t *testing.T, opts ...podworker.Option) *clocked {
-	c := &clocked{t: t, clk: testingclock.NewFakeClock(time.Unix(1_000_000, 0)), syncs: map[types.UID]int{}}
+	c := &clocked{t: t, clk: testingclock.NewFakeClock(time.Unix(1_000_000, 0)), syncs: map[types.UID]int{}, synced1: make(chan struct{}, 1)}
 	c.rt = fake.New(fake.WithClock(c.clk), fake.WithStartFunc(exitInits))
 	root := t.TempDir()
 	ims := images.NewManager(c.rt, images.WithClock(c.clk))
@@ -40,6 +41,10 @@ func newClocked(t *testing.T, opts ...podworker.Option) *clocked {
 			c.mu.Lock()
 			c.syncs[uid]++
 			c.mu.Unlock()
+			select {
+			case c.synced1 <- struct{}{}:
+			default:
+			}
 		})}, opts...)...)
 	t.Cleanup(func() { c.workers.Close() })
 	return c
@@ -144,5 +149,63 @@ func TestResyncKeptForPodsThatNeedIt(t *testing.T) {
 	}
 	if got := c.synced(failing.UID) - f0; got != 3 {
 		t.Errorf("failing pod synced %d times in three resync periods, want 3", got)
+	}
+}
+
+// While the runtime's events stream and nothing changes, the node is
+// relisted every evented relist period; a container's exit comes as an
+// event, is seen at once, and brings the relist period back for
+// QuietAfter. Without the evented period, every second, as kubelet.
+func TestEventedRelistPeriod(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    []podworker.Option
+		perFive int // relists in five quiet minutes
+	}{
+		{"evented", nil, 5},
+		{"kubelet", []podworker.Option{podworker.WithEventedRelistPeriod(0)}, 300},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClocked(t, append([]podworker.Option{podworker.WithGC(0, podsync.DefaultGCPolicy)}, tc.opts...)...)
+			pod := testPod("quiet")
+			if err := c.workers.Upsert(pod); err != nil {
+				t.Fatal(err)
+			}
+			c.runUntil("running", pod.UID, running)
+			c.step(podworker.QuietAfter + time.Minute)
+			relists := func() int { return c.rt.CallCount("ListPodSandbox") }
+			before := relists()
+			c.step(5 * time.Minute)
+			if got := relists() - before; got != tc.perFive {
+				t.Fatalf("%d relists in five quiet minutes, want %d", got, tc.perFive)
+			}
+			st, _ := c.workers.Status(pod.UID)
+			app := st.Status.FindContainerStatusByName("app")
+			if err := c.rt.ExitContainer(app.ID, fake.Exit{Code: 1}); err != nil {
+				t.Fatal(err)
+			}
+			restarted := func(st podworker.PodState) bool {
+				cs := st.Status.FindContainerStatusByName("app")
+				return running(st) && cs != nil && cs.ID != app.ID
+			}
+			// The event alone relists and restarts the container: the
+			// clock does not move.
+			timeout := time.After(20 * time.Second)
+			for {
+				if st, _ := c.workers.Status(pod.UID); restarted(st) {
+					break
+				}
+				select {
+				case <-c.synced1:
+				case <-timeout:
+					t.Fatal("exit not seen without a step of the clock")
+				}
+			}
+			before = relists()
+			c.step(podworker.QuietAfter)
+			if got := relists() - before; got < int(podworker.QuietAfter/time.Second)-2 {
+				t.Fatalf("%d relists in the %v after a change, want one a second", got, podworker.QuietAfter)
+			}
+		})
 	}
 }

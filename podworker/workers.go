@@ -31,6 +31,15 @@ const (
 	DefaultResyncPeriod = time.Minute      // syncFrequency
 	DefaultErrorRetry   = 10 * time.Second // workerBackOffPeriod
 	DefaultGCPeriod     = time.Minute      // ContainerGCPeriod
+	// DefaultEventedRelistPeriod is the relist period while the runtime's
+	// container events stream and nothing changed for QuietAfter (see
+	// WithEventedRelistPeriod).
+	DefaultEventedRelistPeriod = time.Minute
+	// QuietAfter is how long after the last change the node is relisted
+	// every relist period even while events stream: podsync's
+	// ExitSettleTime, during which a failed container's late reason
+	// (OOMKilled), which comes with no event, is still looked for.
+	QuietAfter = podsync.ExitSettleTime
 )
 
 // PodState is what the Workers know of one pod.
@@ -69,6 +78,7 @@ type Option func(*options)
 type options struct {
 	clock        clock.WithTicker
 	relist       time.Duration
+	quietRelist  time.Duration
 	resync       time.Duration
 	errorRetry   time.Duration
 	gcPeriod     time.Duration
@@ -133,6 +143,17 @@ func WithClock(c clock.WithTicker) Option { return func(o *options) { o.clock = 
 // WithRelistPeriod sets how often the node is relisted (0: never; only
 // upserts, own work, back-off ends and runtime events wake pods).
 func WithRelistPeriod(d time.Duration) Option { return func(o *options) { o.relist = d } }
+
+// WithEventedRelistPeriod sets the relist period while the runtime's
+// container events stream (the stream is open) and the node has not
+// changed for QuietAfter: every change to a container comes with an
+// event, which relists at once, so the relist every second is then only
+// a safety net (kubelet's evented PLEG relists every 5 min). A relist
+// that finds a change, an event, and the stream opening or ending go
+// back to the relist period (WithRelistPeriod) for QuietAfter. Default
+// DefaultEventedRelistPeriod; a period no longer than the relist period
+// relists every relist period always, as kubelet's generic PLEG.
+func WithEventedRelistPeriod(d time.Duration) Option { return func(o *options) { o.quietRelist = d } }
 
 // WithResyncPeriod sets the period of kubelet's resync (0: none), for
 // the pods whose last sync left something it could do (see the package
@@ -214,10 +235,15 @@ type Workers struct {
 	relistAt     time.Time
 	relistQueued bool
 	relisting    bool
-	gcAt         time.Time
-	collecting   bool
-	removing     int // removed pods whose listeners are being told
-	busy         int // pods woken or syncing
+	// streaming: the runtime's event stream is open; changed: when the
+	// node last changed (a relist found a change, an event, the stream
+	// opened or ended). Together they choose the relist period.
+	streaming  bool
+	changed    time.Time
+	gcAt       time.Time
+	collecting bool
+	removing   int // removed pods whose listeners are being told
+	busy       int // pods woken or syncing
 
 	listenMu    sync.Mutex
 	listeners   []listener // OnSync's; replaced, never changed in place
@@ -249,7 +275,7 @@ type worker struct {
 // runtime (podsync.Syncer.Runtime).
 func New(syncer *podsync.Syncer, opts ...Option) *Workers {
 	rt := syncer.Runtime()
-	o := options{clock: clock.RealClock{}, relist: DefaultRelistPeriod, resync: DefaultResyncPeriod,
+	o := options{clock: clock.RealClock{}, relist: DefaultRelistPeriod, quietRelist: DefaultEventedRelistPeriod, resync: DefaultResyncPeriod,
 		errorRetry: DefaultErrorRetry, gcPeriod: DefaultGCPeriod, gcPolicy: podsync.DefaultGCPolicy,
 		logger: logr.Discard(), syncDeadline: 4 * time.Minute, jitter: Jitter}
 	if c, ok := syncer.Clock().(clock.WithTicker); ok {
@@ -536,6 +562,9 @@ func (w *Workers) Relist(ctx context.Context) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if len(changed) > 0 {
+		w.changed = w.o.clock.Now()
+	}
 	for uid, p := range w.pods {
 		if gen > p.relistedGen {
 			p.relisted, p.relistedGen = statuses[uid], gen
@@ -614,35 +643,44 @@ func (w *Workers) relistLoop() {
 	defer w.wg.Done()
 	var t clock.Timer
 	var tick <-chan time.Time
-	if w.o.relist > 0 {
-		w.mu.Lock()
-		w.relistAt = w.armAt(&t, w.o.relist)
-		w.mu.Unlock()
-		defer t.Stop()
+	arm := func() { // w.mu held
+		if w.o.relist <= 0 {
+			return
+		}
+		if t != nil {
+			t.Stop()
+		}
+		d := w.relistPeriodLocked()
+		t = w.o.clock.NewTimer(d)
 		tick = t.C()
+		w.relistAt = w.o.clock.Now().Add(d)
 	}
+	w.mu.Lock()
+	arm()
+	w.mu.Unlock()
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	for {
-		fromTick := false
 		select {
 		case <-w.ctx.Done():
 			return
 		case <-tick:
-			fromTick = true
 		case <-w.relistNow:
 		}
 		w.mu.Lock()
-		w.relistQueued, w.relisting = false, true
-		if fromTick {
-			w.relistAt = time.Time{}
-		}
+		w.relistQueued, w.relisting, w.relistAt = false, true, time.Time{}
 		w.mu.Unlock()
 		if err := w.Relist(w.ctx); err != nil && w.ctx.Err() == nil {
 			w.o.logger.V(1).Info("Relist failed", "err", err)
 		}
 		w.mu.Lock()
-		if fromTick {
-			w.relistAt = w.armAt(&t, w.o.relist)
-		}
+		// The next relist one period from the end of this one (kubelet's
+		// wait.Until): the relist period, or the evented one on a quiet
+		// node.
+		arm()
 		w.relisting = false
 		w.idle.Broadcast()
 		w.mu.Unlock()
@@ -680,17 +718,39 @@ func (w *Workers) gcLoop() {
 	}
 }
 
+// relistPeriodLocked is the period until the next relist: the evented one
+// while events stream and nothing changed for QuietAfter, else the relist
+// period.
+func (w *Workers) relistPeriodLocked() time.Duration {
+	if w.o.quietRelist > w.o.relist && w.streaming && w.o.clock.Since(w.changed) >= QuietAfter {
+		return w.o.quietRelist
+	}
+	return w.o.relist
+}
+
+// streamState notes the event stream opening or ending, both a change:
+// what happened while no stream was open is known only from relists, and
+// events before the stream took effect are lost.
+func (w *Workers) streamState(open bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.streaming, w.changed = open, w.o.clock.Now()
+}
+
 // eventLoop turns the runtime's container events into immediate relists;
 // when the stream ends it is opened again after the relist period.
 func (w *Workers) eventLoop(es runtime.ContainerEventStreamer) {
 	defer w.wg.Done()
 	for w.ctx.Err() == nil {
+		w.streamState(true)
 		err := es.StreamContainerEvents(w.ctx, func(*runtimeapi.ContainerEventResponse) {
 			w.mu.Lock()
 			w.relistQueued = true
+			w.changed = w.o.clock.Now()
 			signal(w.relistNow)
 			w.mu.Unlock()
 		})
+		w.streamState(false)
 		if w.ctx.Err() != nil {
 			return
 		}
