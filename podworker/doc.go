@@ -54,6 +54,9 @@
 // Close stops every goroutine and waits for them; a sync in flight is
 // cancelled through its context. Nothing is killed by Close: a restarted
 // agent finds its pods running (podsync.ListPods) and upserts them again.
+// WaitIdle waits until nothing is left to do or due: a test on a fake
+// clock steps it and waits, with no sleeps (BenchmarkSteadyState runs a
+// node's simulated minutes so).
 //
 // # Differences from kubelet
 //
@@ -66,7 +69,11 @@
 // relist period faster per init container. Kubelet's requeued pods are
 // picked up by its sync loop's 1 s tick; a retry here fires at its time,
 // on average half a second sooner. A sync that succeeds but leaves work
-// is repeated one resync period after it, without kubelet's jitter.
+// is repeated one resync period after it, without kubelet's jitter. A
+// sync that failed both on a back-off and for another reason is retried
+// here after the error retry if that is sooner; kubelet waits for the
+// back-off (up to the resync period) even then, which would leave, say, a
+// missing secret unnoticed for a minute behind a crash-looping sibling.
 //
 // Kubelet resyncs every pod every minute. A pod here whose last sync
 // succeeded with nothing to start, kill or update (and no retry, kill,
@@ -94,14 +101,10 @@
 // every second again for QuietAfter, the time podsync's StatusCache keeps
 // asking about a failed container for a reason its runtime records late
 // (OOMKilled, which comes with no event). A change that comes with no
-// event and no container change within that time (a sandbox that stops
-// alone on a runtime that sends no event for sandboxes, as runtime/fake;
-// containerd sends them; events the runtime dropped because the stream
-// fell behind, with none of the burst delivered) is seen at the next
-// relist, up to a minute later where kubelet sees it within a second.
-// WithEventedRelistPeriod(0) relists every second as kubelet. A sync that failed both on
-// a back-off and for another reason is retried here after the error retry
-// if that is sooner; kubelet waits for the back-off (up to the resync
-// period) even then, which would leave, say, a missing secret unnoticed
-// for a minute behind a crash-looping sibling.
+// event, and not within QuietAfter of another change, is seen at the
+// next relist, up to a minute later where kubelet sees it within a
+// second: a sandbox that stops alone on a runtime that sends no event for
+// sandboxes (runtime/fake; containerd sends them), or a burst of events
+// the runtime dropped whole because the stream fell behind.
+// WithEventedRelistPeriod(0) relists every second, as kubelet.
 package podworker

@@ -360,8 +360,6 @@ func TestOrphansRemovedAfterSourcesReady(t *testing.T) {
 	}
 }
 
-func ctx() context.Context { return context.Background() }
-
 // Kubelet's pod workers requeue a sync that failed on a back-off for the
 // time left of it plus up to half as much again (wait.Jitter with
 // workerBackOffPeriodJitterFactor 0.5), so a crash-looping container is
