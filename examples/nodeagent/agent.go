@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -268,11 +268,14 @@ func Run(ctx context.Context, cfg Config) error {
 		wg.Go(func() { _ = m.Run(ctx) })
 	}
 
-	// The pods bound to this node, as kubelet's API source watches them.
-	factory := informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
-	}))
-	informer := factory.Core().V1().Pods().Informer()
+	// The pods bound to this node, as kubelet's API source watches them:
+	// the informer a factory would make for them (the same indexer), made
+	// without one, as informers' factory imports every API group's
+	// informers and listers (~120 more packages to compile).
+	informer := coreinformers.NewFilteredPodInformer(cfg.Client, metav1.NamespaceAll, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
+		})
 	a.pods = informer.GetStore()
 	wg.Go(func() { certs.Run(ctx) }) // after a.pods: its notifications read it
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -285,9 +288,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// The status manager logs its failures (retried) through logr.
 	logger := funcr.New(func(prefix, args string) { log.Println(prefix, args) }, funcr.Options{})
 	wg.Go(func() { _ = statuses.Run(logr.NewContext(ctx, logger)) })
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	defer cancel() // the informers stop before Shutdown waits for them
+	wg.Go(func() { informer.Run(ctx.Done()) }) // ends at cancel, before wg.Wait
 	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
 		return ctx.Err()
 	}

@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	k8sfake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testingclock "k8s.io/utils/clock/testing"
@@ -32,7 +31,7 @@ import (
 const nodeName = "agent-1"
 
 type harness struct {
-	client  *k8sfake.Clientset
+	client  *fakeClientset
 	clock   *testingclock.FakeClock
 	rt      *fake.Runtime
 	root    string
@@ -44,7 +43,7 @@ type harness struct {
 func start(t *testing.T, opts ...fake.Option) *harness {
 	t.Helper()
 	h := &harness{
-		client: k8sfake.NewClientset(),
+		client: newFakeClientset(),
 		clock:  testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
 		rt:     fake.New(opts...),
 		root:   t.TempDir(),

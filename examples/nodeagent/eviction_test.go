@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sfake "k8s.io/client-go/kubernetes/fake"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/podstart/podstart/eviction"
@@ -26,7 +25,7 @@ func TestEvictionAdmission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{client: k8sfake.NewClientset(), clock: testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
+	h := &harness{client: newFakeClientset(), clock: testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
 		rt: rtfake.New(), root: t.TempDir(), mounter: fake.New()}
 	runAgent(t, Config{Client: h.client, Runtime: h.rt, NodeName: nodeName, RootDir: h.root, PodLogsDir: filepath.Join(h.root, "logs"),
 		Clock: h.clock, Mounter: h.mounter, Eviction: thresholds})

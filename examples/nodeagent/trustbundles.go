@@ -10,7 +10,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
+	certinformers "k8s.io/client-go/informers/certificates/v1"
 	"k8s.io/client-go/kubernetes"
 	certlisters "k8s.io/client-go/listers/certificates/v1"
 	"k8s.io/client-go/tools/cache"
@@ -33,8 +33,8 @@ type trustBundles struct {
 	stop   chan struct{}
 
 	mu      sync.Mutex
-	decided bool // discovery answered
-	factory informers.SharedInformerFactory
+	decided bool           // discovery answered
+	running sync.WaitGroup // the informer, once started
 	lister  certlisters.ClusterTrustBundleLister
 	synced  cache.InformerSynced
 }
@@ -62,10 +62,11 @@ func (t *trustBundles) source(ctx context.Context) (certlisters.ClusterTrustBund
 		}
 		t.decided = true
 		if served {
-			t.factory = informers.NewSharedInformerFactory(t.client, 0)
-			inf := t.factory.Certificates().V1().ClusterTrustBundles()
-			t.lister, t.synced = inf.Lister(), inf.Informer().HasSynced
-			t.factory.Start(t.stop)
+			// A factory's informer for them, made without the factory
+			// (which imports every API group's informers and listers).
+			inf := certinformers.NewClusterTrustBundleInformer(t.client, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+			t.lister, t.synced = certlisters.NewClusterTrustBundleLister(inf.GetIndexer()), inf.HasSynced
+			t.running.Go(func() { inf.Run(t.stop) })
 			wait, cancel := context.WithTimeout(ctx, 10*time.Second)
 			cache.WaitForCacheSync(wait.Done(), t.synced) // else the next read may find it synced
 			cancel()
@@ -122,9 +123,7 @@ func (t *trustBundles) shutdown() {
 	close(t.stop)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.factory != nil {
-		t.factory.Shutdown()
-	}
+	t.running.Wait()
 }
 
 var _ apiobjects.ClusterTrustBundleSource = (*trustBundles)(nil)
