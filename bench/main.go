@@ -70,6 +70,7 @@ type config struct {
 	podCgroups          bool
 	cgroupPrefix        string // a side's cgroup root is <prefix>-<side>
 	imageFs             string
+	kubeletArgs         []string // more flags for kubelet
 	nodeIP              string
 	bin                 string // where fakecri and podagent were built
 }
@@ -88,7 +89,9 @@ func main() {
 	flag.BoolVar(&c.keep, "keep", false, "keep each run's directory (logs, manifests)")
 	c.cgroupPrefix = "/podstart-bench"
 	flag.BoolVar(&c.podCgroups, "pod-cgroups", true, "kubelet's default cgroupsPerQOS (QoS and pod cgroups, under a cgroup root of each side's own: /podstart-bench-<side>); false: the recipe's cgroupsPerQOS false, where kubelet's cAdvisor watches every cgroup of the host")
+	kubeletArgs := flag.String("kubelet-args", "", `more kubelet flags, space-separated (e.g. "--v=4")`)
 	flag.Parse()
+	c.kubeletArgs = strings.Fields(*kubeletArgs)
 	counts, err := parseCounts(*ns)
 	if err != nil {
 		log.Fatal(err)
@@ -283,8 +286,8 @@ func run(ctx context.Context, c config, side string, n int) (result, error) {
 		if err := os.WriteFile(cfg, []byte(kubeletYAML(endpoint, logs, manifests, cgroupRoot, port)), 0o644); err != nil {
 			return r, err
 		}
-		agent, err = start(filepath.Join(d, "kubelet.log"), c.kubelet, "--config="+cfg, "--root-dir="+root,
-			"--hostname-override=bench", "--node-ip="+c.nodeIP)
+		agent, err = start(filepath.Join(d, "kubelet.log"), c.kubelet, append([]string{"--config=" + cfg, "--root-dir=" + root,
+			"--hostname-override=bench", "--node-ip=" + c.nodeIP}, c.kubeletArgs...)...)
 		if err != nil {
 			return r, err
 		}
