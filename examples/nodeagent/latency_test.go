@@ -152,6 +152,7 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 	image := os.Getenv("PODSTART_E2E_OPEN_IMAGE")
 	created := map[string]time.Time{}
 	grace := int64(5)
+	cpuBefore := takeCPUSample()
 	for i := range n {
 		for _, node := range []string{agentNode, kubeletNode} {
 			name := fmt.Sprintf("%s-%d", node, i)
@@ -202,6 +203,7 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 			t.Fatalf("timed out waiting for every pod Ready on both nodes; not Ready: %v", missing)
 		}
 	}
+	cpuAfter := takeCPUSample()
 	for _, name := range ends {
 		eventually(t, name+" Failed or Succeeded", func() bool {
 			p, err := admin.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
@@ -247,6 +249,17 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 	}
 	t.Logf("pod start latency, creation to Ready as a watch sees it, median of %d pods each: podstart agent %v, kubelet v1.37.2 %v",
 		n, median(agentNode).Round(time.Millisecond), median(kubeletNode).Round(time.Millisecond))
+	if testing.Verbose() {
+		mu.Lock()
+		var names []string
+		for i := range n {
+			names = append(names, fmt.Sprintf("%s-%d", agentNode, i), fmt.Sprintf("%s-%d", kubeletNode, i))
+		}
+		logCallCounts(t, names, created, readyAt, agentProxy, kubeletProxy)
+		logCPU(t, cpuBefore, cpuAfter)
+		logSyncCounts(t, agentTrace.snapshot(), cpuAfter.at)
+		mu.Unlock()
+	}
 	logBreakdown(t, n, agentNode, kubeletNode, created, readyAt, &mu, agentTrace.snapshot(), agentCRI.snapshot(), proxyCalls(kubeletProxy),
 		filepath.Join(work, "kubelet.log"), endpoint, admin, filepath.Join(work, "bare"))
 

@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	goruntime "runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -242,7 +245,27 @@ func agentBreakdown(names []string, created, readyAt map[string]time.Time, event
 		fine.add("CreateContainer", p.create.end.Sub(p.create.start))
 		fine.add("→ StartContainer sent", p.start.start.Sub(p.create.end))
 		fine.add("StartContainer", p.start.end.Sub(p.start.start))
-		fine.add("→ the Ready status reaches the status manager (OnSync)", synced.At.Sub(p.start.end))
+		// Between the start and the Ready status: the end of the sync
+		// that started the container (its status is the one read before
+		// it), and the next sync, whose status read sees it running.
+		var ended, next TraceEvent
+		for _, e := range events {
+			if e.Name != "default/"+name || e.At.Before(p.start.end) || e.At.After(synced.At) {
+				continue
+			}
+			switch {
+			case e.Stage == "synced" && ended.At.IsZero():
+				ended = e
+			case e.Stage == "sync" && !ended.At.IsZero() && next.At.IsZero():
+				next = e
+			}
+		}
+		if !next.At.IsZero() && ended.At.Before(synced.At) {
+			fine.add("→ the sync that started it ends (OnSync, not Ready)", ended.At.Sub(p.start.end))
+			fine.add("→ the next sync begins (its status read sees it running)", next.At.Sub(ended.At))
+			fine.add("→ that sync ends, Ready (OnSync)", synced.At.Sub(next.At))
+		}
+		fine.add("StartContainer answered → the Ready status reaches the status manager", synced.At.Sub(p.start.end))
 		if !get.At.IsZero() {
 			getSent := get.At.Add(-get.Took)
 			fine.add("→ the status manager reads the pod (waiting for its turn)", getSent.Sub(synced.At))
@@ -260,6 +283,18 @@ func agentBreakdown(names []string, created, readyAt map[string]time.Time, event
 		coarse.add("total", readyAt[name].Sub(c))
 	}
 	return fine, coarse
+}
+
+// stepBreakdown is the medians of podsync's steps, over every pod of the
+// agent (its trace does not say which pod a step is of).
+func stepBreakdown(events []TraceEvent) *stageTable {
+	steps := &stageTable{}
+	for _, e := range events {
+		if name, ok := strings.CutPrefix(e.Stage, "step:"); ok {
+			steps.add(name, e.Took)
+		}
+	}
+	return steps
 }
 
 // kubeletBreakdown estimates kubelet's stages for each named pod from its
@@ -343,16 +378,57 @@ func kubeletLog(path string) (adds map[string]time.Time, started map[string][]ti
 	return adds, started
 }
 
-// bareLimit is the physical limit of the agent's pods' start: for each
-// pod, the CRI calls the agent made (RunPodSandbox, CreateContainer,
-// StartContainer, with the requests it sent, as a new pod in the same
-// QoS cgroup and with its own log directory) straight to containerd, then
-// one status patch to the API server (a pod object of its own, given the
-// agent pod's status as the API server holds it). Run for every pod at
-// once (as the test creates them) and one pod at a time; each pod's time
-// is from its first call to the patch's acknowledgement. Everything it
-// made is removed before it returns.
-func bareLimit(t *testing.T, endpoint string, admin kubernetes.Interface, calls []criCall, names []string, dir string) (burst, alone *stageTable) {
+// barePod is one pod's start as a node sent it to the runtime, to be
+// replayed bare: its sandbox and first container's requests, and when it
+// was created (from the first creation).
+type barePod struct {
+	name    string
+	at      time.Duration
+	sandbox *runtimeapi.PodSandboxConfig
+	handler string
+	ctr     *runtimeapi.ContainerConfig
+	status  []byte // the status patch: the pod's status as the API server holds it
+}
+
+// barePods are the named pods' starts as calls recorded them.
+func barePods(t *testing.T, admin kubernetes.Interface, calls []criCall, names []string, created map[string]time.Time, t0 time.Time) []barePod {
+	t.Helper()
+	cri := byPod(calls)
+	var out []barePod
+	for _, name := range names {
+		p := cri[name]
+		if p == nil || p.create == nil {
+			continue
+		}
+		sreq, _ := p.sandbox.req.(*runtimeapi.RunPodSandboxRequest)
+		creq, _ := p.create.req.(*runtimeapi.CreateContainerRequest)
+		if sreq == nil || creq == nil {
+			continue
+		}
+		pod, err := admin.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		status, err := json.Marshal(map[string]any{"status": pod.Status})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, barePod{name: name, at: created[name].Sub(t0), sandbox: sreq.Config, handler: sreq.RuntimeHandler, ctr: creq.Config, status: status})
+	}
+	return out
+}
+
+// bareLimit is the physical limit of the pods' start: each pod's CRI
+// calls as its node made them (RunPodSandbox, CreateContainer,
+// StartContainer, with the requests it sent; as a new pod, in the agent's
+// QoS cgroup, with a log directory of its own) straight to containerd,
+// then one status patch to the API server (to a pod object of its own,
+// with the pod's status as the API server holds it). Run three ways: both
+// nodes' pods, each at its creation's offset (side by side, as the test
+// creates them); the agent's alone at their offsets; and the agent's one
+// at a time. A pod's time is from its first call to the patch's
+// acknowledgement. Everything it made is removed before it returns.
+func bareLimit(t *testing.T, endpoint string, admin kubernetes.Interface, agentPods, kubeletPods []barePod, dir string) (sideAgent, sideKubelet, alone, oneByOne *stageTable) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -361,34 +437,12 @@ func bareLimit(t *testing.T, endpoint string, admin kubernetes.Interface, calls 
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	cri := byPod(calls)
-	type plan struct {
-		name    string
-		sandbox *runtimeapi.PodSandboxConfig
-		handler string
-		ctr     *runtimeapi.ContainerConfig
-		status  []byte // the patch
+	var qos string // the agent's QoS cgroup, where every bare sandbox goes
+	if len(agentPods) > 0 && agentPods[0].sandbox.GetLinux().GetCgroupParent() != "" {
+		qos = filepath.Dir(agentPods[0].sandbox.Linux.CgroupParent)
 	}
-	var plans []plan
-	for _, name := range names {
-		p := cri[name]
-		if p == nil || p.create == nil {
-			continue
-		}
-		sreq := p.sandbox.req.(*runtimeapi.RunPodSandboxRequest)
-		creq := p.create.req.(*runtimeapi.CreateContainerRequest)
-		pod, err := admin.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		status, err := json.Marshal(map[string]any{"status": pod.Status})
-		if err != nil {
-			t.Fatal(err)
-		}
-		plans = append(plans, plan{name: name, sandbox: sreq.Config, handler: sreq.RuntimeHandler, ctr: creq.Config, status: status})
-	}
-	var sandboxes []string
 	var mu sync.Mutex
+	var sandboxes []string
 	defer func() {
 		for _, id := range sandboxes {
 			if err := rt.StopPodSandbox(ctx, id); err != nil {
@@ -400,101 +454,128 @@ func bareLimit(t *testing.T, endpoint string, admin kubernetes.Interface, calls 
 		}
 	}()
 	round := 0
-	run := func(p plan) (sandbox, create, start, patch time.Duration, err error) {
+	relabel := func(m map[string]string, name string, uid types.UID) {
+		if _, ok := m["io.kubernetes.pod.uid"]; ok {
+			m["io.kubernetes.pod.uid"] = string(uid)
+		}
+		if _, ok := m["io.kubernetes.pod.name"]; ok {
+			m["io.kubernetes.pod.name"] = name
+		}
+	}
+	// prepare makes a bare copy of p and its status pod; run starts it.
+	type prepared struct {
+		p    barePod
+		sb   *runtimeapi.PodSandboxConfig
+		cc   *runtimeapi.ContainerConfig
+		name string
+	}
+	prepare := func(p barePod) (prepared, error) {
 		mu.Lock()
 		round++
-		suffix := fmt.Sprintf("bare%d", round)
+		name := fmt.Sprintf("%s-bare%d", p.name, round)
 		mu.Unlock()
-		uid := types.UID(string(p.sandbox.Metadata.Uid) + "-" + suffix)
-		name := p.name + "-" + suffix
+		uid := types.UID(p.sandbox.GetMetadata().GetUid() + "-" + name)
 		sb := proto.Clone(p.sandbox).(*runtimeapi.PodSandboxConfig)
 		sb.Metadata.Name, sb.Metadata.Uid = name, string(uid)
 		sb.LogDirectory = filepath.Join(dir, name)
-		if sb.Linux != nil && sb.Linux.CgroupParent != "" {
-			sb.Linux.CgroupParent = filepath.Dir(sb.Linux.CgroupParent) // the QoS cgroup: the pod's is the agent's
+		if sb.Linux != nil && qos != "" {
+			sb.Linux.CgroupParent = qos // the pod cgroup is its node's pod's
 		}
-		for _, m := range []map[string]string{sb.Labels, sb.Annotations} {
-			if _, ok := m["io.kubernetes.pod.uid"]; ok {
-				m["io.kubernetes.pod.uid"] = string(uid)
-			}
-			if _, ok := m["io.kubernetes.pod.name"]; ok {
-				m["io.kubernetes.pod.name"] = name
-			}
-		}
+		relabel(sb.Labels, name, uid)
+		relabel(sb.Annotations, name, uid)
 		cc := proto.Clone(p.ctr).(*runtimeapi.ContainerConfig)
-		for _, m := range []map[string]string{cc.Labels, cc.Annotations} {
-			if _, ok := m["io.kubernetes.pod.uid"]; ok {
-				m["io.kubernetes.pod.uid"] = string(uid)
-			}
-			if _, ok := m["io.kubernetes.pod.name"]; ok {
-				m["io.kubernetes.pod.name"] = name
-			}
-		}
+		relabel(cc.Labels, name, uid)
+		relabel(cc.Annotations, name, uid)
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(sb.LogDirectory, cc.LogPath)), 0o755); err != nil {
-			return 0, 0, 0, 0, err
+			return prepared{}, err
 		}
 		statusPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{NodeName: "bare-node",
 			Containers: []corev1.Container{{Name: "app", Image: "bare"}}}}
 		if _, err := admin.CoreV1().Pods("default").Create(ctx, statusPod, metav1.CreateOptions{}); err != nil {
-			return 0, 0, 0, 0, err
+			return prepared{}, err
 		}
-		defer admin.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
-
+		return prepared{p: p, sb: sb, cc: cc, name: name}, nil
+	}
+	cleanup := func(ps []prepared) {
+		for _, p := range ps {
+			if err := admin.CoreV1().Pods("default").Delete(context.Background(), p.name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+				t.Errorf("bare status pod: %v", err)
+			}
+		}
+	}
+	run := func(p prepared, into *stageTable) {
 		t0 := time.Now()
-		id, err := rt.RunPodSandbox(ctx, sb, p.handler)
+		id, err := rt.RunPodSandbox(ctx, p.sb, p.p.handler)
 		if err != nil {
-			return 0, 0, 0, 0, err
+			t.Errorf("bare start of %s: %v", p.name, err)
+			return
 		}
 		mu.Lock()
 		sandboxes = append(sandboxes, id)
 		mu.Unlock()
 		t1 := time.Now()
-		cid, err := rt.CreateContainer(ctx, id, cc, sb)
+		cid, err := rt.CreateContainer(ctx, id, p.cc, p.sb)
 		if err != nil {
-			return 0, 0, 0, 0, err
+			t.Errorf("bare start of %s: %v", p.name, err)
+			return
 		}
 		t2 := time.Now()
 		if err := rt.StartContainer(ctx, cid); err != nil {
-			return 0, 0, 0, 0, err
+			t.Errorf("bare start of %s: %v", p.name, err)
+			return
 		}
 		t3 := time.Now()
-		if _, err := admin.CoreV1().Pods("default").Patch(ctx, name, types.StrategicMergePatchType, p.status, metav1.PatchOptions{}, "status"); err != nil {
-			return 0, 0, 0, 0, err
+		if _, err := admin.CoreV1().Pods("default").Patch(ctx, p.name, types.StrategicMergePatchType, p.p.status, metav1.PatchOptions{}, "status"); err != nil {
+			t.Errorf("bare status of %s: %v", p.name, err)
+			return
 		}
 		t4 := time.Now()
-		return t1.Sub(t0), t2.Sub(t1), t3.Sub(t2), t4.Sub(t3), nil
+		mu.Lock()
+		defer mu.Unlock()
+		into.add("RunPodSandbox", t1.Sub(t0))
+		into.add("CreateContainer", t2.Sub(t1))
+		into.add("StartContainer", t3.Sub(t2))
+		into.add("PATCH status", t4.Sub(t3))
+		into.add("total", t4.Sub(t0))
 	}
-	add := func(s *stageTable, sandbox, create, start, patch time.Duration) {
-		s.add("RunPodSandbox", sandbox)
-		s.add("CreateContainer", create)
-		s.add("StartContainer", start)
-		s.add("PATCH status", patch)
-		s.add("total", sandbox+create+start+patch)
-	}
-	burst, alone = &stageTable{}, &stageTable{}
-	var wg sync.WaitGroup
-	for _, p := range plans {
-		wg.Go(func() {
-			s, c, st, pa, err := run(p)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				t.Errorf("bare start of %s: %v", p.name, err)
-				return
+	// together starts each pod at its offset.
+	together := func(groups map[*stageTable][]barePod) {
+		var ps []prepared
+		var into []*stageTable
+		for table, pods := range groups {
+			for _, p := range pods {
+				pp, err := prepare(p)
+				if err != nil {
+					t.Errorf("bare pod %s: %v", p.name, err)
+					continue
+				}
+				ps, into = append(ps, pp), append(into, table)
 			}
-			add(burst, s, c, st, pa)
-		})
+		}
+		defer cleanup(ps)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i, p := range ps {
+			wg.Go(func() {
+				time.Sleep(time.Until(start.Add(p.p.at)))
+				run(p, into[i])
+			})
+		}
+		wg.Wait()
 	}
-	wg.Wait()
-	for _, p := range plans {
-		s, c, st, pa, err := run(p)
+	sideAgent, sideKubelet, alone, oneByOne = &stageTable{}, &stageTable{}, &stageTable{}, &stageTable{}
+	together(map[*stageTable][]barePod{sideAgent: agentPods, sideKubelet: kubeletPods})
+	together(map[*stageTable][]barePod{alone: agentPods})
+	for _, p := range agentPods {
+		pp, err := prepare(p)
 		if err != nil {
-			t.Errorf("bare start of %s: %v", p.name, err)
+			t.Errorf("bare pod %s: %v", p.name, err)
 			continue
 		}
-		add(alone, s, c, st, pa)
+		run(pp, oneByOne)
+		cleanup([]prepared{pp})
 	}
-	return burst, alone
+	return sideAgent, sideKubelet, alone, oneByOne
 }
 
 // kubeletVerbosity is the side-by-side kubelet's -v: 2, or
@@ -523,6 +604,13 @@ func logBreakdown(t *testing.T, n int, agentNode, kubeletNode string, created, r
 	fine, agentCoarse := agentBreakdown(names(agentNode), created, readyAt, events, agentCalls)
 	kubeletCoarse, kubeletLog := kubeletBreakdown(names(kubeletNode), created, readyAt, kubeletCalls, kubeletLogFile)
 	mu.Unlock()
+	if testing.Verbose() {
+		mu.Lock()
+		logTimelines(t, names(agentNode), created, readyAt, agentCalls)
+		logTimelines(t, names(kubeletNode), created, readyAt, kubeletCalls)
+		mu.Unlock()
+	}
+	t.Logf("podsync's steps, median over every start of the agent (no pod attribution):\n%s", stepBreakdown(events))
 	t.Logf("podstart agent's start, traced, median per stage over its %d pods (stages' medians do not add up to the total's):\n%s", n, fine)
 	var b strings.Builder
 	fmt.Fprintf(&b, "  %-44s %12s %12s\n", "stage (CRI calls as each node sends them)", "podstart", "kubelet")
@@ -533,15 +621,226 @@ func logBreakdown(t *testing.T, n int, agentNode, kubeletNode string, created, r
 	}
 	t.Logf("side by side, median per stage:\n%s", b.String())
 	t.Logf("kubelet's stages from its -v=%s log (SyncLoop ADD, PLEG) and its proxy:\n%s", kubeletVerbosity(), kubeletLog)
-	burst, alone := bareLimit(t, endpoint, admin, agentCalls, names(agentNode), bareDir)
-	t.Logf("physical limit: the agent's CRI calls for the same pods straight to containerd plus one status patch, all %d at once:\n%s", n, burst)
-	t.Logf("physical limit, one pod at a time:\n%s", alone)
-	if total, ok := fine.median("total: creation → Ready as the watch sees it"); ok {
-		if limit, ok := burst.median("total"); ok && limit > 0 {
-			t.Logf("podstart / physical limit (all at once): %.2f", float64(total)/float64(limit))
-		}
-		if limit, ok := alone.median("total"); ok && limit > 0 {
-			t.Logf("podstart / physical limit (one at a time): %.2f", float64(total)/float64(limit))
+	var t0 time.Time
+	for _, c := range created {
+		if t0.IsZero() || c.Before(t0) {
+			t0 = c
 		}
 	}
+	mu.Lock()
+	createdCopy := maps.Clone(created)
+	mu.Unlock()
+	agentPods := barePods(t, admin, agentCalls, names(agentNode), createdCopy, t0)
+	kubeletPods := barePods(t, admin, kubeletCalls, names(kubeletNode), createdCopy, t0)
+	sideAgent, sideKubelet, alone, oneByOne := bareLimit(t, endpoint, admin, agentPods, kubeletPods, bareDir)
+	t.Logf("physical limit side by side: both nodes' CRI calls for the same pods straight to containerd, each pod at its creation's offset, plus one status patch; the agent's pods:\n%s", sideAgent)
+	t.Logf("physical limit side by side, kubelet's pods:\n%s", sideKubelet)
+	t.Logf("physical limit, the agent's pods alone at their offsets:\n%s", alone)
+	t.Logf("physical limit, the agent's pods one at a time:\n%s", oneByOne)
+	if total, ok := fine.median("total: creation → Ready as the watch sees it"); ok {
+		var b strings.Builder
+		for _, l := range []struct {
+			name  string
+			table *stageTable
+		}{{"side by side", sideAgent}, {"alone", alone}, {"one at a time", oneByOne}} {
+			if limit, ok := l.table.median("total"); ok && limit > 0 {
+				fmt.Fprintf(&b, " %s %.2f (limit %v);", l.name, float64(total)/float64(limit), limit.Round(time.Millisecond))
+			}
+		}
+		t.Logf("podstart / physical limit:%s", strings.TrimSuffix(b.String(), ";"))
+	}
+	if total, ok := kubeletCoarse.median("total"); ok {
+		if limit, ok := sideKubelet.median("total"); ok && limit > 0 {
+			t.Logf("kubelet / physical limit: side by side %.2f (limit %v)", float64(total)/float64(limit), limit.Round(time.Millisecond))
+		}
+	}
+}
+
+// logTimelines prints each pod's start as offsets from the first
+// creation: created, RunPodSandbox sent and answered, CreateContainer,
+// StartContainer, Ready watched (kubelet's calls as its proxy saw them
+// sent: no answers).
+func logTimelines(t *testing.T, names []string, created, readyAt map[string]time.Time, calls []criCall) {
+	t.Helper()
+	var t0 time.Time
+	for _, c := range created {
+		if t0.IsZero() || c.Before(t0) {
+			t0 = c
+		}
+	}
+	ms := func(at time.Time) string {
+		if at.IsZero() {
+			return "-"
+		}
+		return strconv.FormatInt(at.Sub(t0).Milliseconds(), 10)
+	}
+	cri := byPod(calls)
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %-22s %7s %15s %15s %15s %7s\n", "pod (ms from t0)", "created", "sandbox", "create", "start", "ready")
+	for _, name := range names {
+		p := cri[name]
+		span := func(c *criCall) string {
+			if c == nil {
+				return "-"
+			}
+			return ms(c.start) + "-" + ms(c.end)
+		}
+		var s, cr, st string = "-", "-", "-"
+		if p != nil {
+			s, cr, st = span(p.sandbox), span(p.create), span(p.start)
+		}
+		fmt.Fprintf(&b, "  %-22s %7s %15s %15s %15s %7s\n", name, ms(created[name]), s, cr, st, ms(readyAt[name]))
+	}
+	t.Logf("timelines:\n%s", b.String())
+}
+
+// logCallCounts prints how many CRI calls of each method each node's
+// proxy saw between the first creation and the last Ready of the named
+// pods: what else each node asked of containerd meanwhile.
+func logCallCounts(t *testing.T, names []string, created, readyAt map[string]time.Time, agent, kubelet *criproxy.Proxy) {
+	t.Helper()
+	var from, to time.Time
+	for _, name := range names {
+		if c := created[name]; from.IsZero() || c.Before(from) {
+			from = c
+		}
+		if r := readyAt[name]; r.After(to) {
+			to = r
+		}
+	}
+	count := func(p *criproxy.Proxy) map[string]int {
+		out := map[string]int{}
+		for _, c := range p.Calls() {
+			if !c.Start.Before(from) && !c.Start.After(to) {
+				out[c.Method[strings.LastIndex(c.Method, "/")+1:]]++
+			}
+		}
+		return out
+	}
+	a, k := count(agent), count(kubelet)
+	var methods []string
+	for m := range a {
+		methods = append(methods, m)
+	}
+	for m := range k {
+		if _, ok := a[m]; !ok {
+			methods = append(methods, m)
+		}
+	}
+	slices.Sort(methods)
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %-28s %8s %8s\n", "method", "podstart", "kubelet")
+	for _, m := range methods {
+		fmt.Fprintf(&b, "  %-28s %8d %8d\n", m, a[m], k[m])
+	}
+	t.Logf("CRI calls from the first creation to the last Ready (%v):\n%s", to.Sub(from).Round(time.Millisecond), b.String())
+}
+
+// cpuSample is the CPU time used so far by the test's process (the
+// agent, both CRI proxies, the API clients), by kubelet (this process's
+// child), by containerd's daemon (not its shims), and by the whole
+// machine, and how many CPUs it has.
+type cpuSample struct {
+	self, kubelet, containerd, machine time.Duration
+	at                                 time.Time
+}
+
+// clockTick is USER_HZ, the unit of /proc's CPU times (100 on Linux).
+const clockTick = 10 * time.Millisecond
+
+func takeCPUSample() cpuSample {
+	s := cpuSample{at: time.Now(), self: procCPU(os.Getpid())}
+	if b, err := os.ReadFile(filepath.Join(cmpOr(os.Getenv("PODSTART_E2E_DIR"), "/tmp/podstart-e2e"), "containerd", "pid")); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			s.containerd = procCPU(pid)
+		}
+	}
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		if comm, ppid := procComm(pid); comm == "kubelet" && ppid == os.Getpid() {
+			s.kubelet += procCPU(pid)
+		}
+	}
+	if b, err := os.ReadFile("/proc/stat"); err == nil {
+		line, _, _ := strings.Cut(string(b), "\n")
+		f := strings.Fields(line)
+		for i := 1; i < len(f) && i <= 8; i++ {
+			if i == 4 || i == 5 { // idle, iowait
+				continue
+			}
+			n, _ := strconv.ParseInt(f[i], 10, 64)
+			s.machine += time.Duration(n) * clockTick
+		}
+	}
+	return s
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// procStat is the fields of /proc/pid/stat after the command.
+func procStat(pid int) (comm string, rest []string) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", nil
+	}
+	open, end := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
+	if open < 0 || end < open {
+		return "", nil
+	}
+	return string(b[open+1 : end]), strings.Fields(string(b[end+1:]))
+}
+
+func procCPU(pid int) time.Duration {
+	_, f := procStat(pid)
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64) // utime, field 14
+	k, _ := strconv.ParseInt(f[12], 10, 64) // stime, field 15
+	return time.Duration(u+k) * clockTick
+}
+
+func procComm(pid int) (string, int) {
+	comm, f := procStat(pid)
+	if len(f) < 2 {
+		return comm, 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return comm, ppid
+}
+
+// logCPU prints the CPU each part used between two samples.
+func logCPU(t *testing.T, from, to cpuSample) {
+	t.Helper()
+	wall := to.at.Sub(from.at)
+	sec := func(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+	self, kubelet, containerd, machine := to.self-from.self, to.kubelet-from.kubelet, to.containerd-from.containerd, to.machine-from.machine
+	t.Logf("CPU used from the first creation to every pod Ready (%v of wall time, %d CPUs, so at most %s): machine %s; the test process (agent, both CRI proxies, API clients) %s; kubelet %s; containerd's daemon %s; the rest (API server, etcd, shims, runc, CNI, other tests) %s",
+		wall.Round(time.Millisecond), goruntime.NumCPU(), sec(wall*time.Duration(goruntime.NumCPU())), sec(machine), sec(self), sec(kubelet), sec(containerd),
+		sec(machine-self-kubelet-containerd))
+}
+
+// logSyncCounts prints how many syncs of each of the agent's pods began
+// before to, and how many podsync steps of each kind ran.
+func logSyncCounts(t *testing.T, events []TraceEvent, to time.Time) {
+	t.Helper()
+	syncs, steps := map[string]int{}, map[string]int{}
+	for _, e := range events {
+		if e.At.After(to) {
+			continue
+		}
+		switch {
+		case e.Stage == "sync":
+			syncs[e.Name]++
+		case strings.HasPrefix(e.Stage, "step:"):
+			steps[strings.TrimPrefix(e.Stage, "step:")]++
+		}
+	}
+	t.Logf("until every pod was Ready, the agent's syncs per pod: %v; podsync's steps: %v", syncs, steps)
 }
