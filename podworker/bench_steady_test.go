@@ -17,9 +17,11 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/podstart/podstart/images"
+	"github.com/podstart/podstart/internal/wiretest"
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/podworker"
 	"github.com/podstart/podstart/probes"
+	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/runtime/fake"
 	"github.com/podstart/podstart/statusmanager"
 	smfake "github.com/podstart/podstart/statusmanager/fake"
@@ -43,19 +45,23 @@ type steadyNode struct {
 	elapsed  time.Duration
 }
 
-func newSteadyNode(b testing.TB, n int) *steadyNode {
+func newSteadyNode(b testing.TB, n int, wire bool) *steadyNode {
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	s := &steadyNode{b: b, clk: clk, rt: fake.New(fake.WithStartFunc(exitInits), fake.WithClock(clk))}
+	var rt runtime.Runtime = s.rt
+	if wire {
+		rt, _ = wiretest.Serve(b, s.rt) // CRI over gRPC on a unix socket, as runtime.Dial
+	}
 	for i := 0; i < n; i++ {
 		s.pods = append(s.pods, testPod(fmt.Sprintf("steady%04d", i)))
 	}
 	s.api = smfake.NewClient(s.pods...)
-	ims := images.NewManager(s.rt)
+	ims := images.NewManager(rt)
 	b.Cleanup(func() { ims.Close() })
-	prober := probes.New(s.rt, probes.WithClock(clk))
+	prober := probes.New(rt, probes.WithClock(clk))
 	b.Cleanup(func() { prober.Close() })
 	root := b.TempDir()
-	syncer := podsync.NewSyncer(s.rt, ims, podsync.WithClock(clk), podsync.WithProbes(prober),
+	syncer := podsync.NewSyncer(rt, ims, podsync.WithClock(clk), podsync.WithProbes(prober),
 		podsync.WithRootDir(root), podsync.WithPodLogsDir(filepath.Join(root, "logs")))
 	s.statuses = statusmanager.New(s.api, statusmanager.WithClock(clk))
 	s.workers = podworker.New(syncer, podworker.WithClock(clk), podworker.WithProbes(prober),
@@ -149,50 +155,60 @@ func cpuTime() time.Duration {
 // live heap and goroutine stacks the node added, after a collection, per
 // pod. Run with -benchtime=10x
 // (building the node is the slow part); STEADY_CPUPROFILE=file profiles
-// the steady minutes alone, to file.<N>.
+// the steady minutes alone, to file.<N> (file.wire.<N>).
 func BenchmarkSteadyState(b *testing.B) {
 	for _, n := range []int{100, 250, 500} {
-		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
-			var ms goruntime.MemStats
-			goruntime.GC()
-			goruntime.ReadMemStats(&ms)
-			heap := ms.HeapAlloc + ms.StackInuse
-			s := newSteadyNode(b, n)
-			s.rt.ResetCalls()
-			s.api.ClearCalls()
-			s.syncs.Store(0)
-			goruntime.GC()
-			b.ReportAllocs()
-			b.ResetTimer()
-			if f := os.Getenv("STEADY_CPUPROFILE"); f != "" {
-				// Only the steady minutes, not building the node.
-				out, err := os.Create(fmt.Sprintf("%s.%d", f, n))
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := pprof.StartCPUProfile(out); err != nil {
-					b.Fatal(err)
-				}
-				defer out.Close()
-				defer pprof.StopCPUProfile()
-			}
-			cpu := cpuTime()
-			apiCalls := 0
-			for i := 0; i < b.N; i++ {
-				s.step(time.Minute)
-				apiCalls += len(s.api.Verbs())
-				s.api.ClearCalls() // the fake keeps every call
-			}
-			cpu = cpuTime() - cpu
-			b.StopTimer()
-			b.ReportMetric(float64(apiCalls)/float64(b.N), "api-calls/min")
-			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/min")
-			b.ReportMetric(float64(len(s.rt.Calls()))/float64(b.N), "cri-calls/min")
-			b.ReportMetric(float64(s.syncs.Load())/float64(b.N), "syncs/min")
-			goruntime.GC()
-			goruntime.ReadMemStats(&ms)
-			b.ReportMetric((float64(ms.HeapAlloc+ms.StackInuse)-float64(heap))/1024/float64(n), "mem-KiB/pod")
-			goruntime.KeepAlive(s)
-		})
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) { steadyState(b, n, false) })
 	}
+	// The same over CRI's gRPC (runtime/fake served on a unix socket):
+	// the process pays both ends of each call.
+	for _, n := range []int{100, 250, 500} {
+		b.Run(fmt.Sprintf("wire/pods=%d", n), func(b *testing.B) { steadyState(b, n, true) })
+	}
+}
+
+func steadyState(b *testing.B, n int, wire bool) {
+	var ms goruntime.MemStats
+	goruntime.GC()
+	goruntime.ReadMemStats(&ms)
+	heap := ms.HeapAlloc + ms.StackInuse
+	s := newSteadyNode(b, n, wire)
+	s.rt.ResetCalls()
+	s.api.ClearCalls()
+	s.syncs.Store(0)
+	goruntime.GC()
+	b.ReportAllocs()
+	b.ResetTimer()
+	if f := os.Getenv("STEADY_CPUPROFILE"); f != "" {
+		// Only the steady minutes, not building the node.
+		if wire {
+			f += ".wire"
+		}
+		out, err := os.Create(fmt.Sprintf("%s.%d", f, n))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(out); err != nil {
+			b.Fatal(err)
+		}
+		defer out.Close()
+		defer pprof.StopCPUProfile()
+	}
+	cpu := cpuTime()
+	apiCalls := 0
+	for i := 0; i < b.N; i++ {
+		s.step(time.Minute)
+		apiCalls += len(s.api.Verbs())
+		s.api.ClearCalls() // the fake keeps every call
+	}
+	cpu = cpuTime() - cpu
+	b.StopTimer()
+	b.ReportMetric(float64(apiCalls)/float64(b.N), "api-calls/min")
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/min")
+	b.ReportMetric(float64(len(s.rt.Calls()))/float64(b.N), "cri-calls/min")
+	b.ReportMetric(float64(s.syncs.Load())/float64(b.N), "syncs/min")
+	goruntime.GC()
+	goruntime.ReadMemStats(&ms)
+	b.ReportMetric((float64(ms.HeapAlloc+ms.StackInuse)-float64(heap))/1024/float64(n), "mem-KiB/pod")
+	goruntime.KeepAlive(s)
 }
