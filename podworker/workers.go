@@ -244,6 +244,7 @@ type Workers struct {
 	collecting bool
 	removing   int // removed pods whose listeners are being told
 	busy       int // pods woken or syncing
+	timed      int // pods with a retry or resync timer
 
 	listenMu    sync.Mutex
 	listeners   []listener // OnSync's; replaced, never changed in place
@@ -359,12 +360,28 @@ func (w *Workers) idleLocked() bool {
 	if w.busy > 0 || w.relistQueued || w.relisting || due(w.relistAt) || w.collecting || due(w.gcAt) || w.removing > 0 {
 		return false
 	}
+	if w.timed == 0 {
+		return true
+	}
 	for _, p := range w.pods {
 		if due(p.retryAt) || due(p.resyncAt) {
 			return false
 		}
 	}
 	return true
+}
+
+// setTimersLocked sets when p's retry and resync are due, counting the
+// pods with a timer.
+func (w *Workers) setTimersLocked(p *worker, retryAt, resyncAt time.Time) {
+	was := !p.retryAt.IsZero() || !p.resyncAt.IsZero()
+	p.retryAt, p.resyncAt = retryAt, resyncAt
+	switch is := !retryAt.IsZero() || !resyncAt.IsZero(); {
+	case was && !is:
+		w.timed--
+	case is && !was:
+		w.timed++
+	}
 }
 
 // setBusyLocked sets p's woken and syncing, counting busy pods.
@@ -780,7 +797,7 @@ func (w *Workers) loop(p *worker) {
 			timer, timerC = nil, nil
 		}
 		w.mu.Lock()
-		p.retryAt = time.Time{}
+		w.setTimersLocked(p, time.Time{}, p.resyncAt)
 		w.mu.Unlock()
 	}
 	defer stopTimer()
@@ -797,7 +814,7 @@ func (w *Workers) loop(p *worker) {
 			at = w.o.clock.Now().Add(w.o.resync)
 		}
 		w.mu.Lock()
-		p.resyncAt = at
+		w.setTimersLocked(p, p.retryAt, at)
 		w.mu.Unlock()
 	}
 	defer setResync(false)
@@ -812,7 +829,7 @@ func (w *Workers) loop(p *worker) {
 			resync, resyncC = nil, nil
 		}
 		w.mu.Lock()
-		p.retryAt, p.resyncAt = time.Time{}, time.Time{}
+		w.setTimersLocked(p, time.Time{}, time.Time{})
 		w.setBusyLocked(p, false, true)
 		w.mu.Unlock()
 		for {
@@ -827,7 +844,7 @@ func (w *Workers) loop(p *worker) {
 			timer = w.o.clock.NewTimer(next.Sub(w.o.clock.Now()))
 			timerC = timer.C()
 			w.mu.Lock()
-			p.retryAt = next
+			w.setTimersLocked(p, next, p.resyncAt)
 			w.mu.Unlock()
 			// Checked after the timer exists: a clock that reached next
 			// before that would not fire it (a fake clock's zero timer
