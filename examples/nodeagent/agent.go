@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -167,6 +168,13 @@ func Run(ctx context.Context, cfg Config) error {
 	a.volumes = apiobjects.NewVolumes(objects, cfg.RootDir, apiobjects.WithTokens(tokens), apiobjects.WithMounter(mounter),
 		apiobjects.WithEventRecorder(recorder), apiobjects.WithNodeAllocatable(node.Status.Allocatable),
 		apiobjects.WithPodCertificates(certs), apiobjects.WithClusterTrustBundles(bundles))
+	// Services from an informer's cache, as kubelet reads them for
+	// containers' service variables (a live list per container start is an
+	// API round trip on each pod's way to its container). It has read
+	// them once before the first pod is handled (run and synced before
+	// the pods' informer).
+	svcInformer := coreinformers.NewServiceInformer(cfg.Client, metav1.NamespaceAll, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	services := serviceCache{corelisters.NewServiceLister(svcInformer.GetIndexer())}
 	var syncOpts []podsync.Option
 	if cfg.Trace != nil {
 		syncOpts = append(syncOpts, podsync.WithTrace(a.traceStep))
@@ -179,7 +187,7 @@ func Run(ctx context.Context, cfg Config) error {
 		// Services give every container KUBERNETES_SERVICE_HOST and _PORT
 		// (client-go's in-cluster config) and, with enableServiceLinks, its
 		// namespace's service variables.
-		podsync.WithEnvResolver(apiobjects.Env{Source: objects, Services: objects}))...)
+		podsync.WithEnvResolver(apiobjects.Env{Source: objects, Services: services, ServicesSynced: svcInformer.HasSynced}))...)
 	// Kubelet reads only the pod's imagePullSecrets: the ServiceAccount
 	// admission plugin has copied its account's into it. The agent also
 	// reads the account's, for pods made without that plugin (client-go's
@@ -288,6 +296,10 @@ func Run(ctx context.Context, cfg Config) error {
 	// The status manager logs its failures (retried) through logr.
 	logger := funcr.New(func(prefix, args string) { log.Println(prefix, args) }, funcr.Options{})
 	wg.Go(func() { _ = statuses.Run(logr.NewContext(ctx, logger)) })
+	wg.Go(func() { svcInformer.Run(ctx.Done()) }) // ends at cancel, before wg.Wait
+	if !cache.WaitForCacheSync(ctx.Done(), svcInformer.HasSynced) {
+		return ctx.Err()
+	}
 	wg.Go(func() { informer.Run(ctx.Done()) }) // ends at cancel, before wg.Wait
 	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
 		return ctx.Err()

@@ -61,7 +61,7 @@ func (r *criRecorder) intercept(ctx context.Context, method string, req, reply a
 	end := time.Now()
 	short := method[strings.LastIndex(method, "/")+1:]
 	switch short {
-	case "RunPodSandbox", "CreateContainer", "StartContainer":
+	case "RunPodSandbox", "CreateContainer", "StartContainer", "PodSandboxStatus":
 	default:
 		return err
 	}
@@ -100,9 +100,10 @@ func proxyCalls(p *criproxy.Proxy) []criCall {
 	return out
 }
 
-// podCRI is one pod's first sandbox, create and start calls.
+// podCRI is one pod's first sandbox, create and start calls, and the
+// first sandbox status read after the sandbox.
 type podCRI struct {
-	sandbox, create, start *criCall
+	sandbox, create, start, sandboxStatus *criCall
 }
 
 // byPod groups the calls by pod name (the sandbox's metadata): the first
@@ -134,6 +135,14 @@ func byPod(calls []criCall) map[string]*podCRI {
 			containerPod[resp.ContainerId] = name
 			if p := pods[name]; p != nil && p.create == nil {
 				p.create = c
+			}
+		case "PodSandboxStatus":
+			req, _ := c.req.(*runtimeapi.PodSandboxStatusRequest)
+			if req == nil {
+				continue
+			}
+			if p := pods[sandboxPod[req.PodSandboxId]]; p != nil && p.sandboxStatus == nil && p.create == nil {
+				p.sandboxStatus = c
 			}
 		case "StartContainer":
 			req, _ := c.req.(*runtimeapi.StartContainerRequest)
@@ -241,7 +250,12 @@ func agentBreakdown(names []string, created, readyAt map[string]time.Time, event
 		fine.add("→ its first sync begins (after its status read)", sync.At.Sub(admitted.At))
 		fine.add("→ RunPodSandbox sent (secrets, cgroup, volumes, config)", p.sandbox.start.Sub(sync.At))
 		fine.add("RunPodSandbox", p.sandbox.end.Sub(p.sandbox.start))
-		fine.add("→ CreateContainer sent (image, env, config)", p.create.start.Sub(p.sandbox.end))
+		if ss := p.sandboxStatus; ss != nil && !ss.end.After(p.create.start) {
+			fine.add("→ PodSandboxStatus sent (the sandbox's IPs)", ss.start.Sub(p.sandbox.end))
+			fine.add("PodSandboxStatus", ss.end.Sub(ss.start))
+			fine.add("→ CreateContainer sent (image, volumes, env, config)", p.create.start.Sub(ss.end))
+		}
+		fine.add("RunPodSandbox answered → CreateContainer sent", p.create.start.Sub(p.sandbox.end))
 		fine.add("CreateContainer", p.create.end.Sub(p.create.start))
 		fine.add("→ StartContainer sent", p.start.start.Sub(p.create.end))
 		fine.add("StartContainer", p.start.end.Sub(p.start.start))

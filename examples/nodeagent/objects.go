@@ -8,7 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/podstart/podstart/apiobjects"
 )
@@ -52,10 +54,8 @@ func (o apiObjects) GetPodCertificateRequest(ctx context.Context, namespace, nam
 	return o.client.CertificatesV1().PodCertificateRequests(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
-// ListServices lists from the API server, once per sync and namespace
-// (podsync asks once per sync; kubelet reads an informer's cache of every
-// Service instead, and waits for its first list before building an API
-// pod's environment: a live list has nothing to wait for).
+// ListServices lists from the API server. The agent reads Services from
+// an informer's cache instead (serviceCache), as kubelet does.
 func (o apiObjects) ListServices(ctx context.Context, namespace string) ([]*corev1.Service, error) {
 	list, err := o.client.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -66,6 +66,14 @@ func (o apiObjects) ListServices(ctx context.Context, namespace string) ([]*core
 		out[i] = &list.Items[i]
 	}
 	return out, nil
+}
+
+// serviceCache is an apiobjects.ServiceLister over an informer's cache
+// of every Service (kubelet's serviceLister).
+type serviceCache struct{ lister corelisters.ServiceLister }
+
+func (c serviceCache) ListServices(_ context.Context, namespace string) ([]*corev1.Service, error) {
+	return c.lister.Services(namespace).List(labels.Everything())
 }
 
 func singular(err error, resource, name string) error {
@@ -80,5 +88,6 @@ var (
 	_ apiobjects.ServiceAccountGetter = apiObjects{}
 	_ apiobjects.TokenRequester       = apiObjects{}
 	_ apiobjects.ServiceLister        = apiObjects{}
+	_ apiobjects.ServiceLister        = serviceCache{}
 	_ apiobjects.PodCertificateClient = apiObjects{}
 )
