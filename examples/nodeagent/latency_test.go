@@ -509,6 +509,23 @@ func statusDiffs(t *testing.T, admin kubernetes.Interface, agentNode, kubeletNod
 			delete(ks.(map[string]any), "resources")
 			delete(ps.(map[string]any), "resources")
 		}
+		if suffix == "-pod-level" {
+			// Kubelet cuts a finished pod's cgroup to the minimum CPU
+			// shares (2) while its volumes remain (cleanupOrphanedPodCgroups,
+			// ReduceCPULimits); its final status read the cgroup before
+			// that in most runs of this test and after it in some (2 of 9
+			// on a loaded 2-CPU VM): a CPU request of 2m is that race, not
+			// what the pod asked.
+			if r, ok := ks.(map[string]any)["resources"].(map[string]any); ok {
+				if req, ok := r["requests"].(map[string]any); ok && req["cpu"] == "2m" {
+					if pr, ok := ps.(map[string]any)["resources"].(map[string]any); ok {
+						if preq, ok := pr["requests"].(map[string]any); ok {
+							req["cpu"] = preq["cpu"]
+						}
+					}
+				}
+			}
+		}
 		if diff := cmp.Diff(ks, ps); diff != "" {
 			diffs = append(diffs, fmt.Sprintf("pod %s: status differs from kubelet's (-kubelet +agent):\n%s", suffix, diff))
 		}

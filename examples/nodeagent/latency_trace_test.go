@@ -104,6 +104,7 @@ func proxyCalls(p *criproxy.Proxy) []criCall {
 // first sandbox status read after the sandbox.
 type podCRI struct {
 	sandbox, create, start, sandboxStatus *criCall
+	creates                               []*criCall // in the first sandbox, the first of each container
 }
 
 // byPod groups the calls by pod name (the sandbox's metadata): the first
@@ -135,6 +136,12 @@ func byPod(calls []criCall) map[string]*podCRI {
 			containerPod[resp.ContainerId] = name
 			if p := pods[name]; p != nil && p.create == nil {
 				p.create = c
+			}
+			if p := pods[name]; p != nil && req.PodSandboxId == p.sandbox.resp.(*runtimeapi.RunPodSandboxResponse).PodSandboxId &&
+				!slices.ContainsFunc(p.creates, func(o *criCall) bool {
+					return o.req.(*runtimeapi.CreateContainerRequest).GetConfig().GetMetadata().GetName() == req.GetConfig().GetMetadata().GetName()
+				}) {
+				p.creates = append(p.creates, c)
 			}
 		case "PodSandboxStatus":
 			req, _ := c.req.(*runtimeapi.PodSandboxStatusRequest)
@@ -317,7 +324,8 @@ func stepBreakdown(events []TraceEvent) *stageTable {
 func kubeletBreakdown(names []string, created, readyAt map[string]time.Time, calls []criCall, logFile string) (coarse, fromLog *stageTable) {
 	coarse, fromLog = &stageTable{}, &stageTable{}
 	cri := byPod(calls)
-	adds, started := kubeletLog(logFile)
+	kl := kubeletLog(logFile)
+	adds, started := kl.adds, kl.started
 	for _, name := range names {
 		p := cri[name]
 		if p == nil || p.create == nil || p.start == nil || readyAt[name].IsZero() {
@@ -331,6 +339,10 @@ func kubeletBreakdown(names []string, created, readyAt map[string]time.Time, cal
 		coarse.add("total", readyAt[name].Sub(c))
 		if add, ok := adds["default/"+name]; ok {
 			fromLog.add("creation → SyncLoop ADD (watch, admission)", add.Sub(c))
+			if enter, ok := kl.enters["default/"+name]; ok { // -v=4
+				fromLog.add("SyncLoop ADD → SyncPod enter", enter.Sub(add))
+				fromLog.add("SyncPod enter → RunPodSandbox sent", p.sandbox.start.Sub(enter))
+			}
 			fromLog.add("SyncLoop ADD → RunPodSandbox sent", p.sandbox.start.Sub(add))
 		}
 		// The container's ContainerStarted: the last one before Ready.
@@ -343,29 +355,60 @@ func kubeletBreakdown(names []string, created, readyAt map[string]time.Time, cal
 		if !last.IsZero() {
 			fromLog.add("StartContainer sent → PLEG ContainerStarted", last.Sub(p.start.start))
 			fromLog.add("PLEG ContainerStarted → Ready watched (sync, status manager, watch)", readyAt[name].Sub(last))
+			// -v=3: the status patch that made it Ready, the last
+			// before the watch saw it.
+			var patch, updated time.Time
+			for _, at := range kl.patches["default/"+name] {
+				if at.After(last) && !at.After(readyAt[name]) {
+					patch = at
+				}
+			}
+			for _, at := range kl.updated["default/"+name] {
+				if at.After(patch) && !at.After(readyAt[name].Add(time.Millisecond)) {
+					updated = at
+					break
+				}
+			}
+			if !patch.IsZero() && !updated.IsZero() {
+				fromLog.add("PLEG ContainerStarted → status patch sent", patch.Sub(last))
+				fromLog.add("status patch sent → acknowledged", updated.Sub(patch))
+				fromLog.add("acknowledged → Ready watched", readyAt[name].Sub(updated))
+			}
 		}
 	}
 	return coarse, fromLog
 }
 
 var (
-	klogHeader  = regexp.MustCompile(`^[IWE](\d{4} \d\d:\d\d:\d\d\.\d{6})`)
-	syncLoopAdd = regexp.MustCompile(`"SyncLoop ADD" source="api" pods=\[([^\]]*)\]`)
-	plegStarted = regexp.MustCompile(`"SyncLoop \(PLEG\): event for pod" pod="([^"]+)" event=.*"Type":"ContainerStarted"`)
+	klogHeader    = regexp.MustCompile(`^[IWE](\d{4} \d\d:\d\d:\d\d\.\d{6})`)
+	syncLoopAdd   = regexp.MustCompile(`"SyncLoop ADD" source="api" pods=\[([^\]]*)\]`)
+	plegStarted   = regexp.MustCompile(`"SyncLoop \(PLEG\): event for pod" pod="([^"]+)" event=.*"Type":"ContainerStarted"`)
+	syncPodEnter  = regexp.MustCompile(`"SyncPod enter" pod="([^"]+)"`)
+	statusPatch   = regexp.MustCompile(`"Patch status for pod" pod="([^"]+)"`)
+	statusUpdated = regexp.MustCompile(`"Status for pod updated successfully" pod="([^"]+)"`)
 )
 
-// kubeletLog reads kubelet's log: when each pod's SyncLoop ADD was logged,
-// and its PLEG ContainerStarted events.
-func kubeletLog(path string) (adds map[string]time.Time, started map[string][]time.Time) {
-	adds, started = map[string]time.Time{}, map[string][]time.Time{}
+// kubeletLogTimes are the times kubelet's log gives per pod
+// ("namespace/name").
+type kubeletLogTimes struct {
+	adds, enters              map[string]time.Time   // SyncLoop ADD; SyncPod enter (-v=4), the first
+	started, patches, updated map[string][]time.Time // PLEG ContainerStarted; status patches sent and acknowledged (-v=3)
+}
+
+// kubeletLog reads kubelet's log: when each pod's SyncLoop ADD was
+// logged, its PLEG ContainerStarted events and, at higher verbosity, its
+// first SyncPod and its status patches.
+func kubeletLog(path string) kubeletLogTimes {
+	kl := kubeletLogTimes{adds: map[string]time.Time{}, enters: map[string]time.Time{},
+		started: map[string][]time.Time{}, patches: map[string][]time.Time{}, updated: map[string][]time.Time{}}
 	f, err := os.Open(path)
 	if err != nil {
-		return adds, started
+		return kl
 	}
 	defer f.Close()
 	year := time.Now().Year()
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		h := klogHeader.FindStringSubmatch(line)
@@ -380,28 +423,39 @@ func kubeletLog(path string) (adds map[string]time.Time, started map[string][]ti
 		if m := syncLoopAdd.FindStringSubmatch(line); m != nil {
 			for _, p := range strings.Split(m[1], ",") {
 				p = strings.Trim(p, `" `)
-				if _, seen := adds[p]; !seen {
-					adds[p] = at
+				if _, seen := kl.adds[p]; !seen {
+					kl.adds[p] = at
 				}
 			}
 		}
 		if m := plegStarted.FindStringSubmatch(line); m != nil {
-			started[m[1]] = append(started[m[1]], at)
+			kl.started[m[1]] = append(kl.started[m[1]], at)
+		}
+		if m := syncPodEnter.FindStringSubmatch(line); m != nil {
+			if _, seen := kl.enters[m[1]]; !seen {
+				kl.enters[m[1]] = at
+			}
+		}
+		if m := statusPatch.FindStringSubmatch(line); m != nil {
+			kl.patches[m[1]] = append(kl.patches[m[1]], at)
+		}
+		if m := statusUpdated.FindStringSubmatch(line); m != nil {
+			kl.updated[m[1]] = append(kl.updated[m[1]], at)
 		}
 	}
-	return adds, started
+	return kl
 }
 
 // barePod is one pod's start as a node sent it to the runtime, to be
-// replayed bare: its sandbox and first container's requests, and when it
-// was created (from the first creation).
+// replayed bare: its sandbox's and containers' requests, and when it was
+// created (from the first creation).
 type barePod struct {
 	name    string
 	at      time.Duration
 	sandbox *runtimeapi.PodSandboxConfig
 	handler string
-	ctr     *runtimeapi.ContainerConfig
-	status  []byte // the status patch: the pod's status as the API server holds it
+	ctrs    []*runtimeapi.ContainerConfig // each container's first, in the order they were created
+	status  []byte                        // the status patch: the pod's status as the API server holds it
 }
 
 // barePods are the named pods' starts as calls recorded them.
@@ -415,9 +469,12 @@ func barePods(t *testing.T, admin kubernetes.Interface, calls []criCall, names [
 			continue
 		}
 		sreq, _ := p.sandbox.req.(*runtimeapi.RunPodSandboxRequest)
-		creq, _ := p.create.req.(*runtimeapi.CreateContainerRequest)
-		if sreq == nil || creq == nil {
+		if sreq == nil {
 			continue
+		}
+		var ctrs []*runtimeapi.ContainerConfig
+		for _, c := range p.creates {
+			ctrs = append(ctrs, c.req.(*runtimeapi.CreateContainerRequest).Config)
 		}
 		pod, err := admin.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
@@ -427,7 +484,7 @@ func barePods(t *testing.T, admin kubernetes.Interface, calls []criCall, names [
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, barePod{name: name, at: created[name].Sub(t0), sandbox: sreq.Config, handler: sreq.RuntimeHandler, ctr: creq.Config, status: status})
+		out = append(out, barePod{name: name, at: created[name].Sub(t0), sandbox: sreq.Config, handler: sreq.RuntimeHandler, ctrs: ctrs, status: status})
 	}
 	return out
 }
@@ -440,9 +497,12 @@ func barePods(t *testing.T, admin kubernetes.Interface, calls []criCall, names [
 // with the pod's status as the API server holds it). Run three ways: both
 // nodes' pods, each at its creation's offset (side by side, as the test
 // creates them); the agent's alone at their offsets; and the agent's one
-// at a time. A pod's time is from its first call to the patch's
-// acknowledgement. Everything it made is removed before it returns.
-func bareLimit(t *testing.T, endpoint string, admin kubernetes.Interface, agentPods, kubeletPods []barePod, dir string) (sideAgent, sideKubelet, alone, oneByOne *stageTable) {
+// at a time. Side by side, the nodes' other pods (load: every container
+// of theirs created and started in turn, init containers not waited for)
+// start at their offsets too, unmeasured. A pod's time is from its first
+// call to the patch's acknowledgement. Everything it made is removed
+// before it returns.
+func bareLimit(t *testing.T, endpoint string, admin kubernetes.Interface, agentPods, kubeletPods, load []barePod, dir string) (sideAgent, sideKubelet, alone, oneByOne *stageTable) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -480,7 +540,7 @@ func bareLimit(t *testing.T, endpoint string, admin kubernetes.Interface, agentP
 	type prepared struct {
 		p    barePod
 		sb   *runtimeapi.PodSandboxConfig
-		cc   *runtimeapi.ContainerConfig
+		ccs  []*runtimeapi.ContainerConfig
 		name string
 	}
 	prepare := func(p barePod) (prepared, error) {
@@ -497,18 +557,22 @@ func bareLimit(t *testing.T, endpoint string, admin kubernetes.Interface, agentP
 		}
 		relabel(sb.Labels, name, uid)
 		relabel(sb.Annotations, name, uid)
-		cc := proto.Clone(p.ctr).(*runtimeapi.ContainerConfig)
-		relabel(cc.Labels, name, uid)
-		relabel(cc.Annotations, name, uid)
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(sb.LogDirectory, cc.LogPath)), 0o755); err != nil {
-			return prepared{}, err
+		var ccs []*runtimeapi.ContainerConfig
+		for _, c := range p.ctrs {
+			cc := proto.Clone(c).(*runtimeapi.ContainerConfig)
+			relabel(cc.Labels, name, uid)
+			relabel(cc.Annotations, name, uid)
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(sb.LogDirectory, cc.LogPath)), 0o755); err != nil {
+				return prepared{}, err
+			}
+			ccs = append(ccs, cc)
 		}
 		statusPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{NodeName: "bare-node",
 			Containers: []corev1.Container{{Name: "app", Image: "bare"}}}}
 		if _, err := admin.CoreV1().Pods("default").Create(ctx, statusPod, metav1.CreateOptions{}); err != nil {
 			return prepared{}, err
 		}
-		return prepared{p: p, sb: sb, cc: cc, name: name}, nil
+		return prepared{p: p, sb: sb, ccs: ccs, name: name}, nil
 	}
 	cleanup := func(ps []prepared) {
 		for _, p := range ps {
@@ -528,17 +592,27 @@ func bareLimit(t *testing.T, endpoint string, admin kubernetes.Interface, agentP
 		sandboxes = append(sandboxes, id)
 		mu.Unlock()
 		t1 := time.Now()
-		cid, err := rt.CreateContainer(ctx, id, p.cc, p.sb)
-		if err != nil {
-			t.Errorf("bare start of %s: %v", p.name, err)
+		var t2, t3 time.Time // the first container's
+		for _, cc := range p.ccs {
+			cid, err := rt.CreateContainer(ctx, id, cc, p.sb)
+			if err != nil {
+				t.Errorf("bare start of %s: %v", p.name, err)
+				return
+			}
+			if t2.IsZero() {
+				t2 = time.Now()
+			}
+			if err := rt.StartContainer(ctx, cid); err != nil {
+				t.Errorf("bare start of %s: %v", p.name, err)
+				return
+			}
+			if t3.IsZero() {
+				t3 = time.Now()
+			}
+		}
+		if into == nil { // a pod that only adds load
 			return
 		}
-		t2 := time.Now()
-		if err := rt.StartContainer(ctx, cid); err != nil {
-			t.Errorf("bare start of %s: %v", p.name, err)
-			return
-		}
-		t3 := time.Now()
 		if _, err := admin.CoreV1().Pods("default").Patch(ctx, p.name, types.StrategicMergePatchType, p.p.status, metav1.PatchOptions{}, "status"); err != nil {
 			t.Errorf("bare status of %s: %v", p.name, err)
 			return
@@ -578,7 +652,7 @@ func bareLimit(t *testing.T, endpoint string, admin kubernetes.Interface, agentP
 		wg.Wait()
 	}
 	sideAgent, sideKubelet, alone, oneByOne = &stageTable{}, &stageTable{}, &stageTable{}, &stageTable{}
-	together(map[*stageTable][]barePod{sideAgent: agentPods, sideKubelet: kubeletPods})
+	together(map[*stageTable][]barePod{sideAgent: agentPods, sideKubelet: kubeletPods, nil: load})
 	together(map[*stageTable][]barePod{alone: agentPods})
 	for _, p := range agentPods {
 		pp, err := prepare(p)
@@ -646,8 +720,19 @@ func logBreakdown(t *testing.T, n int, agentNode, kubeletNode string, created, r
 	mu.Unlock()
 	agentPods := barePods(t, admin, agentCalls, names(agentNode), createdCopy, t0)
 	kubeletPods := barePods(t, admin, kubeletCalls, names(kubeletNode), createdCopy, t0)
-	sideAgent, sideKubelet, alone, oneByOne := bareLimit(t, endpoint, admin, agentPods, kubeletPods, bareDir)
-	t.Logf("physical limit side by side: both nodes' CRI calls for the same pods straight to containerd, each pod at its creation's offset, plus one status patch; the agent's pods:\n%s", sideAgent)
+	others := func(node string) []string { // the node's pods not measured
+		var out []string
+		for name := range createdCopy {
+			if strings.HasPrefix(name, node+"-") && !slices.Contains(names(node), name) {
+				out = append(out, name)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	load := append(barePods(t, admin, agentCalls, others(agentNode), createdCopy, t0), barePods(t, admin, kubeletCalls, others(kubeletNode), createdCopy, t0)...)
+	sideAgent, sideKubelet, alone, oneByOne := bareLimit(t, endpoint, admin, agentPods, kubeletPods, load, bareDir)
+	t.Logf("physical limit side by side: both nodes' CRI calls for the same pods straight to containerd, each pod at its creation's offset, plus one status patch (with their %d other pods' sandboxes and containers started at their offsets too); the agent's pods:\n%s", len(load), sideAgent)
 	t.Logf("physical limit side by side, kubelet's pods:\n%s", sideKubelet)
 	t.Logf("physical limit, the agent's pods alone at their offsets:\n%s", alone)
 	t.Logf("physical limit, the agent's pods one at a time:\n%s", oneByOne)
