@@ -261,6 +261,12 @@ func agentBreakdown(names []string, created, readyAt map[string]time.Time, event
 			fine.add("→ PodSandboxStatus sent (the sandbox's IPs)", ss.start.Sub(p.sandbox.end))
 			fine.add("PodSandboxStatus", ss.end.Sub(ss.start))
 			fine.add("→ CreateContainer sent (image, volumes, env, config)", p.create.start.Sub(ss.end))
+			for _, e := range events {
+				if e.Name == "default/"+name && e.Stage == "volumes" && e.At.After(ss.end) && !e.At.After(p.create.start) {
+					fine.add("   of which: volume setup (podsync's first container config)", e.Took)
+					break
+				}
+			}
 		}
 		fine.add("RunPodSandbox answered → CreateContainer sent", p.create.start.Sub(p.sandbox.end))
 		fine.add("CreateContainer", p.create.end.Sub(p.create.start))

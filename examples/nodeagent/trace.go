@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podstart/podstart/mounts"
 	"github.com/podstart/podstart/podsync"
 )
 
@@ -21,6 +22,8 @@ type TraceEvent struct {
 	//     update);
 	//   - "admitted": the pod passed admission and its worker has it
 	//     (podworker Upsert returned);
+	//   - "volumes": podsync set up the pod's volumes (at its first
+	//     container's config in a sync), Took: how long it took;
 	//   - "sync": a sync of the pod begins (its pull secrets are read,
 	//     right before the cgroup and podsync's SyncPod);
 	//   - "synced": a sync ended and its status reached the status
@@ -50,6 +53,26 @@ func (a *agent) trace(pod *corev1.Pod, stage string, took time.Duration, ready b
 		return
 	}
 	a.Trace(TraceEvent{Pod: pod.UID, Name: pod.Namespace + "/" + pod.Name, Stage: stage, At: time.Now(), Took: took, Ready: ready})
+}
+
+// volumeProvider is the volumes podsync sets up: a.volumes, timed for the
+// trace sink when there is one.
+func (a *agent) volumeProvider() podsync.VolumeProvider {
+	if a.Trace == nil {
+		return a.volumes
+	}
+	return tracedVolumes{a}
+}
+
+// tracedVolumes reports each volume setup ("volumes", Took: how long it
+// took) to the trace sink.
+type tracedVolumes struct{ a *agent }
+
+func (v tracedVolumes) Volumes(ctx context.Context, pod *corev1.Pod) (mounts.VolumeMap, error) {
+	start := time.Now()
+	m, err := v.a.volumes.Volumes(ctx, pod)
+	v.a.trace(pod, "volumes", time.Since(start), false)
+	return m, err
 }
 
 // tracedClient is the status manager's client reporting each read and
