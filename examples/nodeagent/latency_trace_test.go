@@ -524,14 +524,18 @@ func bareLimit(t *testing.T, endpoint string, admin kubernetes.Interface, agentP
 	var mu sync.Mutex
 	var sandboxes []string
 	defer func() {
+		var wg sync.WaitGroup
 		for _, id := range sandboxes {
-			if err := rt.StopPodSandbox(ctx, id); err != nil {
-				t.Errorf("bare sandbox: %v", err)
-			}
-			if err := rt.RemovePodSandbox(ctx, id); err != nil {
-				t.Errorf("bare sandbox: %v", err)
-			}
+			wg.Go(func() {
+				if err := rt.StopPodSandbox(ctx, id); err != nil {
+					t.Errorf("bare sandbox: %v", err)
+				}
+				if err := rt.RemovePodSandbox(ctx, id); err != nil {
+					t.Errorf("bare sandbox: %v", err)
+				}
+			})
 		}
+		wg.Wait()
 	}()
 	round := 0
 	relabel := func(m map[string]string, name string, uid types.UID) {
@@ -737,7 +741,9 @@ func logBreakdown(t *testing.T, n int, agentNode, kubeletNode string, created, r
 		return out
 	}
 	load := append(barePods(t, admin, agentCalls, others(agentNode), createdCopy, t0), barePods(t, admin, kubeletCalls, others(kubeletNode), createdCopy, t0)...)
+	replay := time.Now()
 	sideAgent, sideKubelet, alone, oneByOne := bareLimit(t, endpoint, admin, agentPods, kubeletPods, load, bareDir)
+	t.Logf("the physical limit's replays took %v", time.Since(replay).Round(time.Millisecond))
 	t.Logf("physical limit side by side: both nodes' CRI calls for the same pods straight to containerd, each pod at its creation's offset, plus one status patch (with their %d other pods' sandboxes and containers started at their offsets too); the agent's pods:\n%s", len(load), sideAgent)
 	t.Logf("physical limit side by side, kubelet's pods:\n%s", sideKubelet)
 	t.Logf("physical limit, the agent's pods alone at their offsets:\n%s", alone)
