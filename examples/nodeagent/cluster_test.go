@@ -68,6 +68,7 @@ func startCluster(t *testing.T, node string) (*cluster.Cluster, kubernetes.Inter
 // Ready as the API server shows it, and a graceful delete ends with the
 // object gone. The runtime is runtime/fake; test/e2e covers containerd.
 func TestAgentAgainstAPIServer(t *testing.T) {
+	t.Parallel() // a cluster of its own: its start overlaps the others'
 	const node = "podstart-node"
 	c, admin := startCluster(t, node)
 	ctx := context.Background()

@@ -119,6 +119,7 @@ func (s *testSigner) issue(ctx context.Context, c kubernetes.Interface, pcr *cer
 // test, through a watch) issues it, the pod starts, and its volume holds
 // the key and the chain, which verify against the signer's CA.
 func TestAgentPodCertificateAgainstAPIServer(t *testing.T) {
+	t.Parallel() // a cluster of its own: its start overlaps the others'
 	const node = "podstart-node"
 	c, admin := startCluster(t, node)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -47,6 +47,7 @@ func selfSignedCA(t *testing.T, cn string) *x509.Certificate {
 // pod's file holds the certificates of the signer's selected bundles,
 // each once, which crypto/x509 parses back.
 func TestAgentClusterTrustBundleAgainstAPIServer(t *testing.T) {
+	t.Parallel() // a cluster of its own: its start overlaps the others'
 	const node = "podstart-node"
 	c, admin := startCluster(t, node)
 	ctx := context.Background()
