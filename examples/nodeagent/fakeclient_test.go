@@ -24,7 +24,7 @@ import (
 // fakeClientset is client-go's kubernetes/fake Clientset (NewClientset:
 // the same field-managed object tracker over the same scheme, reactors and
 // fake discovery) for the API groups the agent calls. kubernetes/fake
-// imports the fake clients of all ~55 group versions: ~90 s of CPU to
+// imports the fake clients of all ~55 group versions: ~30 s of CPU to
 // compile under -race (issue 27), for the five used here. Any other group
 // is the nil embedded Interface: a call to it panics, naming the method.
 type fakeClientset struct {
