@@ -524,6 +524,7 @@ func bareLimit(t *testing.T, endpoint string, admin kubernetes.Interface, agentP
 	var mu sync.Mutex
 	var sandboxes []string
 	defer func() {
+		defer func(t0 time.Time) { t.Logf("bare sandboxes removed in %v", time.Since(t0).Round(time.Millisecond)) }(time.Now())
 		var wg sync.WaitGroup
 		for _, id := range sandboxes {
 			wg.Go(func() {
@@ -638,6 +639,7 @@ func bareLimit(t *testing.T, endpoint string, admin kubernetes.Interface, agentP
 	}
 	// together starts each pod at its offset.
 	together := func(groups map[*stageTable][]barePod) {
+		prepStart := time.Now()
 		var ps []prepared
 		var into []*stageTable
 		for table, pods := range groups {
@@ -650,7 +652,12 @@ func bareLimit(t *testing.T, endpoint string, admin kubernetes.Interface, agentP
 				ps, into = append(ps, pp), append(into, table)
 			}
 		}
-		defer cleanup(ps)
+		t.Logf("%d bare pods prepared in %v", len(ps), time.Since(prepStart).Round(time.Millisecond))
+		defer func() {
+			t0 := time.Now()
+			cleanup(ps)
+			t.Logf("their status pods deleted in %v", time.Since(t0).Round(time.Millisecond))
+		}()
 		start := time.Now()
 		var wg sync.WaitGroup
 		for i, p := range ps {
@@ -662,8 +669,13 @@ func bareLimit(t *testing.T, endpoint string, admin kubernetes.Interface, agentP
 		wg.Wait()
 	}
 	sideAgent, sideKubelet, alone, oneByOne = &stageTable{}, &stageTable{}, &stageTable{}, &stageTable{}
+	phase := time.Now()
 	together(map[*stageTable][]barePod{sideAgent: agentPods, sideKubelet: kubeletPods, nil: load})
+	t.Logf("side by side replayed in %v", time.Since(phase).Round(time.Millisecond))
+	phase = time.Now()
 	together(map[*stageTable][]barePod{alone: agentPods})
+	t.Logf("alone replayed in %v", time.Since(phase).Round(time.Millisecond))
+	defer func(t0 time.Time) { t.Logf("one at a time replayed in %v", time.Since(t0).Round(time.Millisecond)) }(time.Now())
 	for _, p := range agentPods[:min(3, len(agentPods))] { // a floor: three are enough
 		pp, err := prepare(p)
 		if err != nil {
