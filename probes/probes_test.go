@@ -231,6 +231,7 @@ func TestHTTPProbe(t *testing.T) {
 
 // gRPC and TCP probes against servers on loopback.
 func TestGRPCAndTCPProbes(t *testing.T) {
+	t.Parallel() // waits out real network timeouts: they overlap
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

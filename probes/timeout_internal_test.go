@@ -85,6 +85,7 @@ func runUndefaulted(t *testing.T, m *Manager, spec *corev1.Probe) outcome {
 // server that accepts and never answers fails on that timeout, in
 // net/http's words for a client timeout, as kubelet's.
 func TestHTTPProbeZeroTimeoutIsOneSecond(t *testing.T) {
+	t.Parallel() // waits out real network timeouts: they overlap
 	port := silentListener(t)
 	m := &Manager{http: defaultHTTPClient()}
 	spec := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(port)}}}
@@ -97,6 +98,7 @@ func TestHTTPProbeZeroTimeoutIsOneSecond(t *testing.T) {
 // A gRPC probe with timeoutSeconds 0 waits 1s, not 0 (which failed every
 // probe at once), and says so in kubelet's words.
 func TestGRPCProbeZeroTimeoutIsOneSecond(t *testing.T) {
+	t.Parallel() // waits out real network timeouts: they overlap
 	port := silentListener(t)
 	spec := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: port}}}
 	out := runUndefaulted(t, &Manager{}, spec)
