@@ -339,6 +339,7 @@ func (s *Syncer) removeSandbox(ctx context.Context, id string) error {
 	if err := runtime.Classify(s.rt.RemovePodSandbox(ctx, id)); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 		return fmt.Errorf("remove sandbox %s: %w", id, err)
 	}
+	s.stopped.forget(id)
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstart/podstart/images"
 	"github.com/podstart/podstart/runtime"
@@ -59,6 +60,19 @@ func (s *Syncer) KillPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 			running = append(running, cs)
 		}
 	}
+	var toStop []string
+	for _, sb := range status.SandboxStatuses {
+		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY || !s.stopped.has(sb.Id) {
+			toStop = append(toStop, sb.Id)
+		}
+	}
+	if len(running) == 0 && len(toStop) == 0 {
+		// Killed already: nothing runs, and every sandbox was stopped by
+		// this Syncer. Kubelet's pod worker stops syncing a finished pod;
+		// podstart's callers may sync it again, and a kill that did
+		// nothing reports nothing, so the pod counts as settled.
+		return result
+	}
 	var order *terminationOrder
 	if pod != nil && hasSidecar(pod) {
 		names := make([]string, 0, len(running))
@@ -88,12 +102,14 @@ func (s *Syncer) KillPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 		}
 		wg.Wait()
 		result.Results = append(result.Results, results...)
-		if len(status.SandboxStatuses) > 0 {
+		if len(toStop) > 0 {
 			sr := result.add(ActionKillPodSandbox, name)
 			t0 := s.o.clock.Now()
-			for _, sb := range status.SandboxStatuses {
-				if err := runtime.Classify(s.rt.StopPodSandbox(ctx, sb.Id)); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			for _, id := range toStop {
+				if err := runtime.Classify(s.rt.StopPodSandbox(ctx, id)); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 					sr.Err, sr.Message = stepError(ErrKillPodSandbox, err), err.Error()
+				} else {
+					s.stopped.add(id)
 				}
 			}
 			sr.Duration = s.o.clock.Since(t0)
@@ -297,3 +313,37 @@ func restoreSpecs(status *PodStatus, cs *ContainerStatus) (*corev1.Pod, *corev1.
 }
 
 func logFromContext(ctx context.Context) logr.Logger { return logr.FromContextOrDiscard(ctx) }
+
+// stoppedSandboxes are the sandboxes a Syncer stopped, so a finished pod
+// synced again is not stopped again (sandbox IDs are never reused). A
+// sandbox the runtime shows ready again is stopped again. Bounded: past
+// maxStopped IDs the set starts again empty, which costs one repeated
+// StopPodSandbox per sandbox at most.
+type stoppedSandboxes struct {
+	mu  sync.Mutex
+	ids map[string]struct{}
+}
+
+const maxStopped = 4096
+
+func (st *stoppedSandboxes) has(id string) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	_, ok := st.ids[id]
+	return ok
+}
+
+func (st *stoppedSandboxes) add(id string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.ids == nil || len(st.ids) >= maxStopped {
+		st.ids = map[string]struct{}{}
+	}
+	st.ids[id] = struct{}{}
+}
+
+func (st *stoppedSandboxes) forget(id string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	delete(st.ids, id)
+}

@@ -258,3 +258,48 @@ func TestKillPodWithoutSpec(t *testing.T) {
 		}
 	}
 }
+
+// A finished pod (restartPolicy Never, every container exited) is killed
+// once: its sandbox is stopped by the sync that finds it finished, and
+// later syncs stop nothing and report nothing, so a loop sees it settled.
+// A Syncer that did not stop it (after an agent restart) stops it once
+// more.
+func TestFinishedPodIsKilledOnce(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			h := newHarness(t, tr.wire, []fake.Option{fake.WithStartFunc(func(*runtimeapi.ContainerConfig) *fake.Exit { return &fake.Exit{Code: 0} })})
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: "shop", UID: "uid-job"},
+				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{Name: "work", Image: "busybox:1.35", ImagePullPolicy: corev1.PullIfNotPresent}}}}
+			stops := func() int {
+				n := 0
+				for _, c := range h.fake.Calls() {
+					if c.Method == "StopPodSandbox" {
+						n++
+					}
+				}
+				return n
+			}
+			if r := h.sync(pod); r.Error() != nil {
+				t.Fatal(r.Error())
+			}
+			if r := h.sync(pod); r.Error() != nil || stops() != 1 {
+				t.Fatalf("sync after the container exited: %v, %d StopPodSandbox calls, want 1", r.Error(), stops())
+			}
+			for i := 0; i < 3; i++ {
+				if r := h.sync(pod); r.Error() != nil || len(r.Results) != 0 {
+					t.Fatalf("sync %d of the finished pod = %+v, want nothing done", i, r)
+				}
+			}
+			if stops() != 1 {
+				t.Fatalf("%d StopPodSandbox calls, want 1", stops())
+			}
+			h.restart()
+			h.sync(pod)
+			h.sync(pod)
+			if stops() != 2 {
+				t.Fatalf("after a restart: %d StopPodSandbox calls, want 2", stops())
+			}
+		})
+	}
+}

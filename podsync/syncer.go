@@ -174,6 +174,7 @@ type Syncer struct {
 	cache  *StatusCache
 
 	actuated *actuatedStore
+	stopped  stoppedSandboxes
 }
 
 // NewSyncer returns a Syncer over rt that pulls images with ims. A nil ims
