@@ -86,6 +86,9 @@ var rules = map[string]rule{
 	// The reference node agent talks to an API server: client-go here only.
 	"examples/nodeagent": {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes"}},
 	"test/...":           {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes", clientGo}},
+	// bench: the on-demand steady-state tier (issue 27), over the
+	// library as a user's agent would use it.
+	"bench/...": {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes", clientGo}},
 }
 
 type pkg struct {
