@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,7 +73,9 @@ func TestControlFromAnotherProcess(t *testing.T) {
 	}
 
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestControlHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), envControl+"="+path, envContainer+"="+app, envSandbox+"="+sb)
+	// The helper does not sleep a second on exit as a -race binary does.
+	cmd.Env = append(os.Environ(), envControl+"="+path, envContainer+"="+app, envSandbox+"="+sb,
+		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("helper process: %v\n%s", err, out)
 	}
