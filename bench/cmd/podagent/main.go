@@ -24,6 +24,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	goruntime "runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -86,8 +88,30 @@ func main() {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	<-sig
+	if f := os.Getenv("PODAGENT_HEAPPROFILE"); f != "" {
+		writeHeapProfile(f)
+	}
 	w.Close()
 	rt.Close()
+}
+
+// writeHeapProfile writes the heap profile and the runtime's memory
+// figures (to the log), to see what the RSS the bench measures is made of.
+func writeHeapProfile(name string) {
+	goruntime.GC()
+	var m goruntime.MemStats
+	goruntime.ReadMemStats(&m)
+	log.Printf("podagent: heap in use %d KiB, heap idle %d KiB (released %d KiB), stacks %d KiB, goroutines %d, runtime total %d KiB",
+		m.HeapInuse>>10, m.HeapIdle>>10, m.HeapReleased>>10, m.StackInuse>>10, goruntime.NumGoroutine(), m.Sys>>10)
+	f, err := os.Create(name)
+	if err != nil {
+		log.Print(err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		log.Print(err)
+	}
 }
 
 // podCgroups makes kubelet's QoS cgroups under the node's cgroup root
