@@ -542,21 +542,13 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// hostIP is the address of the interface with the default route, which
-// kubelet takes as the node's IP (it refuses a loopback one).
+// hostIP is the node's IP as kubelet takes it (kubeletrun.HostIP).
 func hostIP() string {
-	if c, err := net.Dial("udp4", "192.0.2.1:9"); err == nil {
-		defer c.Close()
-		return c.LocalAddr().(*net.UDPAddr).IP.String()
+	ip, err := kubeletrun.HostIP()
+	if err != nil {
+		log.Fatal(err)
 	}
-	addrs, _ := net.InterfaceAddrs()
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
-			return n.IP.String()
-		}
-	}
-	log.Fatal("no node IP")
-	return ""
+	return ip
 }
 
 func tail(path string, lines int) string {

@@ -164,22 +164,12 @@ func setup(t *testing.T) *tier {
 	return tr
 }
 
-// hostIP is the address of the interface with the default route, which is
-// what kubelet takes as the node's IP when it cannot resolve its name.
 func hostIP(t *testing.T) string {
-	c, err := net.Dial("udp4", "192.0.2.1:9")
-	if err == nil {
-		defer c.Close()
-		return c.LocalAddr().(*net.UDPAddr).IP.String()
+	ip, err := kubeletrun.HostIP()
+	if err != nil {
+		t.Fatal(err)
 	}
-	addrs, _ := net.InterfaceAddrs()
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
-			return n.IP.String()
-		}
-	}
-	t.Fatalf("no node IP: %v", err)
-	return ""
+	return ip
 }
 
 // removeSandboxes stops and removes every sandbox of the tier's namespace.

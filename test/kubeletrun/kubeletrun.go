@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path"
 	"sort"
@@ -285,4 +286,22 @@ func rmdirAll(dir string) error {
 		return fmt.Errorf("rmdir %s: %w", dir, err)
 	}
 	return nil
+}
+
+// HostIP is the address of the interface with the default route, which is
+// what kubelet takes as the node's IP when it cannot resolve its name (it
+// refuses a loopback one); else the first non-loopback IPv4 address.
+func HostIP() (string, error) {
+	c, err := net.Dial("udp4", "192.0.2.1:9")
+	if err == nil {
+		defer c.Close()
+		return c.LocalAddr().(*net.UDPAddr).IP.String(), nil
+	}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+			return n.IP.String(), nil
+		}
+	}
+	return "", fmt.Errorf("no node IP: %v", err)
 }
