@@ -195,3 +195,30 @@ func TestLeakScanSyncPod(t *testing.T) {
 		}
 	}
 }
+
+// The computed actions are logged at V(3), as kubelet logs its
+// computePodActions result, and not rendered at all below it.
+func TestActionsLoggedAtV3(t *testing.T) {
+	for _, v := range []int{2, 3} {
+		var lines []string
+		ctx := logr.NewContext(context.Background(), funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: v}))
+		h := newHarness(t, false, nil)
+		pod := appPod("logged")
+		st, err := h.syncer.Status(ctx, pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.syncer.SyncPod(ctx, pod, st, nil).Error(); err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, l := range lines {
+			if strings.Contains(l, `"msg"="Computed pod actions"`) && strings.Contains(l, `create sandbox attempt 0`) {
+				found = true
+			}
+		}
+		if found != (v >= 3) {
+			t.Errorf("verbosity %d: logged %v, want %v: %q", v, found, v >= 3, lines)
+		}
+	}
+}

@@ -365,7 +365,9 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 		status.ActuatedResources = s.actuated.get(pod.UID)
 	}
 	actions := ComputePodActions(pod, status, s.o.probes)
-	log.V(3).Info("Computed pod actions", "actions", actions.String())
+	if v := log.V(3); v.Enabled() { // the string costs more than the decision
+		v.Info("Computed pod actions", "actions", actions.String())
+	}
 	podRef := images.ContainerRef(pod, nil)
 	if actions.CreateSandbox && actions.SandboxID != "" {
 		s.o.recorder.Eventf(podRef, corev1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
