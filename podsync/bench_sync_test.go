@@ -318,3 +318,54 @@ func pairedOverhead(b *testing.B, opts ...runtime.Option) {
 	b.ReportMetric((float64(podstartAllocs)-float64(bareAllocs))/float64(b.N), "podstart-allocs/start")
 	b.ReportMetric((float64(podstartBytes)-float64(bareBytes))/float64(b.N), "podstart-B/start")
 }
+
+// BenchmarkReplayGapCost measures what work between CRI calls costs on
+// this machine, with no podstart in the way: the bare replay of the 45
+// calls with a busy gap of g before each call, paired with the replay
+// without gaps. wall-per-gap-ns/ns is the extra wall time per nanosecond
+// of gap: 1 if the work only adds itself, more when the runtime's side
+// goes idle during the gap and must be woken for the next call (a VM's
+// idle vCPU is slow to wake). It is the exchange rate at which
+// BenchmarkSyncPodOverhead turns podstart's own work into overhead.
+func BenchmarkReplayGapCost(b *testing.B) {
+	root := benchRoot(b)
+	f := benchFake()
+	startPod(b, f, root)
+	calls := f.Calls()
+	for _, gap := range []time.Duration{2 * time.Microsecond, 5 * time.Microsecond, 12 * time.Microsecond} {
+		b.Run(gap.String(), func(b *testing.B) {
+			var with, without time.Duration
+			run := func(g time.Duration) time.Duration {
+				s := serve(b, benchFake())
+				defer s.close()
+				t0 := time.Now()
+				replayWithGap(b, s.conn.Conn(), calls, g)
+				return time.Since(t0)
+			}
+			for i := 0; i < b.N; i++ {
+				if i%2 == 0 {
+					with += run(gap)
+					without += run(0)
+				} else {
+					without += run(0)
+					with += run(gap)
+				}
+			}
+			b.ReportMetric(float64(without)/float64(b.N), "bare-ns/op")
+			b.ReportMetric(float64(with)/float64(b.N), "gapped-ns/op")
+			b.ReportMetric(float64(with-without)/float64(b.N)/float64(len(calls)*int(gap)), "wall-per-gap-ns/ns")
+		})
+	}
+}
+
+// replayWithGap is replay with gap of busy work (no sleep: a sleeping
+// goroutine is what a waiting one is) before each call.
+func replayWithGap(b *testing.B, conn *grpc.ClientConn, calls []fake.Call, gap time.Duration) {
+	for i := range calls {
+		if gap > 0 {
+			for t := time.Now(); time.Since(t) < gap; {
+			}
+		}
+		replay(b, conn, calls[i:i+1])
+	}
+}
