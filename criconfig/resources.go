@@ -1,7 +1,6 @@
 package criconfig
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -206,14 +205,15 @@ func hugepageLimits(pod *corev1.Pod, c *corev1.Container, node Node) []*runtimea
 
 // hugePageUnit is kubelet's HugePageUnitSizeFromByteSize: 2097152 → "2MB".
 func hugePageUnit(size int64) string {
-	units := []string{"B", "KB", "MB", "GB", "TB", "PB"}
 	i := 0
-	for size >= 1024 && size%1024 == 0 && i < len(units)-1 {
+	for size >= 1024 && size%1024 == 0 && i < len(hugePageUnits)-1 {
 		size /= 1024
 		i++
 	}
-	return fmt.Sprintf("%d%s", size, units[i])
+	return strconv.FormatInt(size, 10) + hugePageUnits[i]
 }
+
+var hugePageUnits = [...]string{"B", "KB", "MB", "GB", "TB", "PB"}
 
 // sandboxResources is kubelet's calculateSandboxResources: the pod's
 // effective requests and limits without overhead.
