@@ -69,12 +69,3 @@ func TestEmptyClusterDomain(t *testing.T) {
 		}
 	})
 }
-
-// hugePageUnit is kubelet's HugePageUnitSizeFromByteSize.
-func TestHugePageUnit(t *testing.T) {
-	for size, want := range map[int64]string{1: "1B", 1023: "1023B", 1024: "1KB", 1536: "1536B", 2 << 20: "2MB", 1 << 30: "1GB", 1 << 50: "1PB", 1 << 60: "1024PB"} {
-		if got := hugePageUnit(size); got != want {
-			t.Errorf("hugePageUnit(%d) = %q, want %q", size, got, want)
-		}
-	}
-}
