@@ -27,6 +27,7 @@ import (
 	goruntime "runtime"
 	"runtime/pprof"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -51,6 +52,12 @@ func main() {
 	nodeName := flag.String("node-name", "bench", "the node's name (static pods are named <name>-<node name>)")
 	cgroupRoot := flag.String("cgroup-root", "", `make kubelet's QoS and pod cgroups (cgroupfs) under this cgroup root, as kubelet's cgroupsPerQOS with cgroupRoot; "": none, as cgroupsPerQOS false`)
 	flag.Parse()
+	if r := os.Getenv("PODAGENT_MEMPROFILERATE"); r != "" {
+		// Diagnosis only: a finer heap profile costs memory of its own.
+		if n, err := strconv.Atoi(r); err == nil {
+			goruntime.MemProfileRate = n
+		}
+	}
 	if *endpoint == "" || *manifests == "" || *rootDir == "" || *logsDir == "" {
 		log.Fatal("podagent: -cri, -manifests, -root-dir and -pod-logs-dir are required")
 	}
@@ -101,8 +108,8 @@ func writeHeapProfile(name string) {
 	goruntime.GC()
 	var m goruntime.MemStats
 	goruntime.ReadMemStats(&m)
-	log.Printf("podagent: heap in use %d KiB, heap idle %d KiB (released %d KiB), stacks %d KiB, goroutines %d, runtime total %d KiB",
-		m.HeapInuse>>10, m.HeapIdle>>10, m.HeapReleased>>10, m.StackInuse>>10, goruntime.NumGoroutine(), m.Sys>>10)
+	log.Printf("podagent: heap objects %d KiB, heap in use %d KiB, heap idle %d KiB (released %d KiB), stacks %d KiB, goroutines %d, runtime total %d KiB; %s",
+		m.HeapAlloc>>10, m.HeapInuse>>10, m.HeapIdle>>10, m.HeapReleased>>10, m.StackInuse>>10, goruntime.NumGoroutine(), m.Sys>>10, rss())
 	f, err := os.Create(name)
 	if err != nil {
 		log.Print(err)
@@ -112,6 +119,23 @@ func writeHeapProfile(name string) {
 	if err := pprof.WriteHeapProfile(f); err != nil {
 		log.Print(err)
 	}
+}
+
+// rss is the process's resident set from /proc/self/status: all of it,
+// its anonymous pages (heap, stacks, the runtime's own) and its file
+// pages (the binary's and libraries' pages touched).
+func rss() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && (k == "VmRSS" || k == "RssAnon" || k == "RssFile") {
+			out = append(out, k+" "+strings.TrimSpace(v))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // podCgroups makes kubelet's QoS cgroups under the node's cgroup root
