@@ -75,6 +75,17 @@ type config struct {
 	bin                 string // where fakecri and podagent were built
 }
 
+// agentBuildArgs are the go command's arguments that build podagent, as a
+// node agent is shipped (with CGO_ENABLED=0: a static binary, Go's own
+// resolver; it only dials a unix socket): the build tag grpcnotrace drops
+// gRPC's golang.org/x/net/trace, whose html/template calls reflect's
+// MethodByName, which makes the linker keep every exported method of every
+// type it keeps (k8s.io/api's). Measured: 32.5 MB binary → 25.8 MB, and
+// 18.8 → 14.1 MiB of the binary's (and libc's) pages resident.
+func agentBuildArgs(out string) []string {
+	return []string{"build", "-tags", "grpcnotrace", "-o", out, "github.com/podstart/podstart/bench/cmd/podagent"}
+}
+
 func main() {
 	ns := flag.String("n", "100,250,500", "comma-separated pod counts")
 	sides := flag.String("sides", "kubelet,podstart", "which agents to run, in order")
@@ -104,6 +115,10 @@ func main() {
 	c.bin = filepath.Join(c.dir, "bin")
 	for _, cmd := range []string{"fakecri", "podagent"} {
 		build := exec.Command("go", "build", "-o", filepath.Join(c.bin, cmd), "github.com/podstart/podstart/bench/cmd/"+cmd)
+		if cmd == "podagent" {
+			build = exec.Command("go", agentBuildArgs(filepath.Join(c.bin, cmd))...)
+			build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		}
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
 			log.Fatalf("build %s: %v", cmd, err)

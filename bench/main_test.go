@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -101,6 +102,32 @@ func TestParseCounts(t *testing.T) {
 	for _, bad := range []string{"", "0", "x", "10,-1"} {
 		if _, err := parseCounts(bad); err == nil {
 			t.Errorf("parseCounts(%q): no error", bad)
+		}
+	}
+}
+
+// TestAgentBuildLinksNoTemplates: built as the bench builds it, podagent
+// links no text/template (through gRPC's x/net/trace or anything else),
+// whose reflect.MethodByName keeps every exported method in the binary.
+func TestAgentBuildLinksNoTemplates(t *testing.T) {
+	t.Parallel()
+	args := agentBuildArgs("unused")
+	var tags string
+	for i, a := range args {
+		if a == "-tags" {
+			tags = args[i+1]
+		}
+	}
+	cmd := exec.Command("go", "list", "-deps", "-tags", tags, args[len(args)-1])
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		switch pkg {
+		case "text/template", "html/template", "golang.org/x/net/trace", "runtime/cgo":
+			t.Errorf("podagent links %s", pkg)
 		}
 	}
 }
