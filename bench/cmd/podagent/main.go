@@ -25,6 +25,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	goruntime "runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"sort"
 	"strconv"
@@ -32,6 +33,8 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc/experimental"
+	"google.golang.org/grpc/mem"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
@@ -66,7 +69,8 @@ func main() {
 		log.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	rt, err := runtime.Dial(ctx, *endpoint, runtime.WithConnectTimeout(20*time.Second))
+	rt, err := runtime.Dial(ctx, *endpoint, runtime.WithConnectTimeout(20*time.Second),
+		runtime.WithDialOptions(experimental.WithBufferPool(smallBuffers{mem.DefaultBufferPool()})))
 	cancel()
 	if err != nil {
 		log.Fatal(err)
@@ -91,6 +95,23 @@ func main() {
 	}
 	w.SourcesReady()
 	log.Printf("podagent: %d pods upserted", len(pods))
+	freeCtx, stopFree := context.WithCancel(context.Background())
+	freed := make(chan struct{})
+	go func() {
+		defer close(freed)
+		freeAfterBursts(freeCtx, w, podworker.QuietAfter+3*time.Second, func() {
+			// A collection shrinks an idle goroutine's stack by half at
+			// most: the two before FreeOSMemory's own bring the pods'
+			// workers, grown to 8-16 KiB by their syncs, back to a few KiB.
+			goruntime.GC()
+			goruntime.GC()
+			debug.FreeOSMemory()
+			var m goruntime.MemStats
+			goruntime.ReadMemStats(&m)
+			log.Printf("podagent: idle after syncs, returned free memory: heap objects %d KiB, heap in use %d KiB, heap idle %d KiB (released %d KiB), stacks %d KiB; %s",
+				m.HeapAlloc>>10, m.HeapInuse>>10, m.HeapIdle>>10, m.HeapReleased>>10, m.StackInuse>>10, rss())
+		})
+	}()
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
@@ -98,8 +119,77 @@ func main() {
 	if f := os.Getenv("PODAGENT_HEAPPROFILE"); f != "" {
 		writeHeapProfile(f)
 	}
+	stopFree()
+	<-freed
 	w.Close()
 	rt.Close()
+}
+
+// freeAfterBursts returns the heap a burst of syncs grew and left free to
+// the system (free: debug.FreeOSMemory), once the Workers have been idle
+// and synced no pod for quiet after it. The runtime's scavenger alone
+// keeps that memory while the heap is below its goal (twice the live
+// heap): a node that started its pods would keep the start's peak, though
+// its steady state (a relist a minute) allocates little. Quiet should
+// outlast the fast relists that follow a change (podworker.QuietAfter),
+// whose garbage would grow the heap again. It returns when ctx ends or the
+// Workers are closed.
+func freeAfterBursts(ctx context.Context, w *podworker.Workers, quiet time.Duration, free func()) {
+	synced := make(chan struct{}, 1)
+	remove := w.OnSync(func(types.UID, podworker.PodState) {
+		select {
+		case synced <- struct{}{}:
+		default:
+		}
+	})
+	defer remove()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-synced:
+		}
+		for quietFor := false; !quietFor; {
+			if w.WaitIdle(ctx) != nil {
+				return
+			}
+			t := time.NewTimer(quiet)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-synced: // not over yet
+				t.Stop()
+			case <-t.C:
+				quietFor = true
+			}
+		}
+		free()
+	}
+}
+
+// smallBuffers is a gRPC buffer pool that pools only buffers of up to
+// 32 KiB (HTTP/2 frames, small messages) and leaves larger ones to the
+// garbage collector: gRPC's default pool keeps a 1 MiB buffer for every
+// message over 32 KiB it received (a relist of a few hundred containers),
+// for good, on a node agent that receives one a minute.
+type smallBuffers struct{ pool mem.BufferPool }
+
+const maxPooledBuffer = 32 << 10
+
+func (p smallBuffers) Get(n int) *[]byte {
+	if n > maxPooledBuffer {
+		b := make([]byte, n)
+		return &b
+	}
+	return p.pool.Get(n)
+}
+
+func (p smallBuffers) Put(b *[]byte) {
+	if cap(*b) > maxPooledBuffer {
+		return
+	}
+	p.pool.Put(b)
 }
 
 // writeHeapProfile writes the heap profile and the runtime's memory

@@ -1,11 +1,21 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"google.golang.org/grpc/mem"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podstart/podstart/defaults"
+	"github.com/podstart/podstart/images"
+	"github.com/podstart/podstart/podsync"
+	"github.com/podstart/podstart/podworker"
+	"github.com/podstart/podstart/runtime/fake"
 )
 
 func TestReadPods(t *testing.T) {
@@ -48,5 +58,47 @@ func TestReadPods(t *testing.T) {
 	}
 	if _, err := readPods(dir, "node1"); err == nil {
 		t.Error("a bad manifest: no error")
+	}
+}
+
+func TestFreeAfterBursts(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	rt := fake.New(fake.WithImages("busybox:1.35"))
+	ims := images.NewManager(rt)
+	defer ims.Close()
+	w := podworker.New(podsync.NewSyncer(rt, ims, podsync.WithRootDir(root), podsync.WithPodLogsDir(filepath.Join(root, "logs"))))
+	defer w.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	freed, done := make(chan struct{}, 1), make(chan struct{})
+	go func() {
+		defer close(done)
+		freeAfterBursts(ctx, w, time.Millisecond, func() { freed <- struct{}{} })
+	}()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default", UID: "1"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox:1.35"}}}}
+	defaults.Pod(pod)
+	if err := w.Upsert(pod); err != nil {
+		t.Fatal(err)
+	}
+	<-freed
+	// Freed once the burst was over: the pod synced, its container runs.
+	st, ok := w.Status(pod.UID)
+	if !ok || st.Synced.IsZero() || st.Status.FindContainerStatusByName("app") == nil {
+		t.Errorf("freed before the pod's sync ended: %+v", st)
+	}
+	cancel()
+	<-done
+}
+
+func TestSmallBuffers(t *testing.T) {
+	t.Parallel()
+	p := smallBuffers{mem.DefaultBufferPool()}
+	for _, n := range []int{1, 4096, maxPooledBuffer, maxPooledBuffer + 1, 1 << 20} {
+		b := p.Get(n)
+		if len(*b) != n {
+			t.Errorf("Get(%d): len %d", n, len(*b))
+		}
+		p.Put(b)
 	}
 }
