@@ -73,7 +73,12 @@ func TestFreeAfterBursts(t *testing.T) {
 	freed, done := make(chan struct{}, 1), make(chan struct{})
 	go func() {
 		defer close(done)
-		freeAfterBursts(ctx, w, time.Millisecond, func() { freed <- struct{}{} })
+		freeAfterBursts(ctx, w, time.Millisecond, func() {
+			select {
+			case freed <- struct{}{}:
+			default: // a later burst (the pod's next sync)
+			}
+		})
 	}()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default", UID: "1"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox:1.35"}}}}
