@@ -1,8 +1,11 @@
 // Package podworker drives pods through their life on one node: kubelet's
 // pod workers and generic PLEG as a library, on top of podsync.
 //
-// Workers holds one goroutine per pod. Upsert gives it the pod's newest
-// spec, Delete (or a spec with a DeletionTimestamp) ends it. A pod's syncs
+// Workers holds one loop per pod, a goroutine while the pod has work or a
+// retry or resync armed: a steady pod's loop ends and its next wake-up
+// starts it again, so an idle node holds no stack per pod. Upsert gives
+// it the pod's newest spec, Delete (or a spec with a DeletionTimestamp)
+// ends it. A pod's syncs
 // never overlap, so two updates of one pod cannot both create a sandbox or
 // run an init container twice; different pods sync in parallel.
 //

@@ -3,6 +3,8 @@ package podworker_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -207,5 +209,49 @@ func TestEventedRelistPeriod(t *testing.T) {
 				t.Fatalf("%d relists in the %v after a change, want one a second", got, podworker.QuietAfter)
 			}
 		})
+	}
+}
+
+// A steady pod holds no goroutine: its loop ends once idle with nothing
+// armed, and the next wake-up (an upsert, a delete) starts it again.
+func TestIdlePodHoldsNoGoroutine(t *testing.T) {
+	c := newClocked(t)
+	c.step(time.Second)
+	base := goruntime.NumGoroutine()
+	const n = 30
+	var pods []*corev1.Pod
+	for i := 0; i < n; i++ {
+		pod := testPod(fmt.Sprintf("idle%02d", i))
+		pods = append(pods, pod)
+		if err := c.workers.Upsert(pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pod := range pods {
+		c.runUntil("running", pod.UID, running)
+	}
+	c.step(time.Minute)
+	if got := goruntime.NumGoroutine() - base; got >= n/2 {
+		t.Errorf("%d more goroutines with %d steady pods, want their loops ended", got, n)
+	}
+	before := c.synced(pods[0].UID)
+	if err := c.workers.Upsert(pods[0]); err != nil {
+		t.Fatal(err)
+	}
+	c.step(time.Second)
+	if got := c.synced(pods[0].UID); got != before+1 {
+		t.Fatalf("%d syncs after an upsert of an idle pod, want 1", got-before)
+	}
+	if err := c.workers.Delete(pods[1], nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if _, ok := c.workers.Status(pods[1].UID); !ok {
+			break
+		}
+		if i > 60 {
+			t.Fatal("deleted idle pod not removed after 60 simulated seconds")
+		}
+		c.step(time.Second)
 	}
 }

@@ -269,6 +269,9 @@ type worker struct {
 	// retryAt and resyncAt: when the loop's timers are due (zero: none).
 	woken, syncing    bool
 	retryAt, resyncAt time.Time
+	// running: the pod's loop (goroutine) runs; it ends when the pod is
+	// idle, and wakeLocked starts it again.
+	running bool
 }
 
 // New starts Workers over the syncer and their background loops; the
@@ -397,10 +400,16 @@ func (w *Workers) setBusyLocked(p *worker, woken, syncing bool) {
 	}
 }
 
-// wakeLocked wakes p's loop; w.mu is held.
+// wakeLocked wakes p's loop, starting it when it is not running (an
+// idle pod's loop ends: see loop); w.mu is held.
 func (w *Workers) wakeLocked(p *worker) {
 	w.setBusyLocked(p, true, p.syncing)
 	signal(p.wake)
+	if !p.running && !w.closed {
+		p.running = true
+		w.wg.Add(1)
+		go w.loop(p)
+	}
 }
 
 // Upsert adds a pod or gives its loop a newer spec, and wakes it. A pod
@@ -431,8 +440,6 @@ func (w *Workers) Upsert(pod *corev1.Pod) error {
 	if p == nil {
 		p = &worker{uid: pod.UID, wake: make(chan struct{}, 1)}
 		w.pods[pod.UID] = p
-		w.wg.Add(1)
-		go w.loop(p)
 	}
 	if !p.terminating {
 		p.pod = pod
@@ -461,8 +468,6 @@ func (w *Workers) Delete(pod *corev1.Pod, gracePeriod *int64) error {
 		p = &worker{uid: pod.UID, wake: make(chan struct{}, 1), pod: pod.DeepCopy()}
 		p.state.Pod = p.pod
 		w.pods[pod.UID] = p
-		w.wg.Add(1)
-		go w.loop(p)
 	}
 	w.terminateLocked(p, gracePeriod)
 	w.wakeLocked(p)
@@ -786,7 +791,11 @@ func (w *Workers) eventLoop(es runtime.ContainerEventStreamer) {
 	}
 }
 
-// loop is one pod's goroutine.
+// loop is one pod's goroutine, while the pod has work or a timer: it
+// ends when the pod is idle with no retry or resync armed (a steady
+// pod), and wakeLocked starts it again. One loop per pod at a time: a
+// loop ends only with w.mu held and no wake-up pending, and wakeLocked
+// starts one only when none runs.
 func (w *Workers) loop(p *worker) {
 	defer w.wg.Done()
 	var timer, resync clock.Timer
@@ -800,7 +809,15 @@ func (w *Workers) loop(p *worker) {
 		w.setTimersLocked(p, time.Time{}, p.resyncAt)
 		w.mu.Unlock()
 	}
-	defer stopTimer()
+	// idleExit: the loop ended idle; p is then no longer this loop's to
+	// touch (a new loop may run it), so the deferred clean-ups are skipped
+	// (they would find nothing armed).
+	idleExit := false
+	defer func() {
+		if !idleExit {
+			stopTimer()
+		}
+	}()
 	// setResync arms the resync one period from now, or disarms it.
 	setResync := func(on bool) {
 		if resync != nil {
@@ -817,7 +834,11 @@ func (w *Workers) loop(p *worker) {
 		w.setTimersLocked(p, p.retryAt, at)
 		w.mu.Unlock()
 	}
-	defer setResync(false)
+	defer func() {
+		if !idleExit {
+			setResync(false)
+		}
+	}()
 	for {
 		select {
 		case <-w.ctx.Done():
@@ -856,6 +877,15 @@ func (w *Workers) loop(p *worker) {
 		setResync(w.o.resync > 0 && !w.steady(p))
 		w.mu.Lock()
 		w.setBusyLocked(p, p.woken, false)
+		if !p.woken && timer == nil && resync == nil {
+			// Idle with nothing armed: the loop ends (a goroutine's stack
+			// less per idle pod); the next wake-up starts it again, and
+			// wakeLocked cannot run before running is false.
+			w.setTimersLocked(p, time.Time{}, time.Time{})
+			p.running, idleExit = false, true
+			w.mu.Unlock()
+			return
+		}
 		w.mu.Unlock()
 	}
 }
