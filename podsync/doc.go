@@ -191,6 +191,20 @@
 // allocatable memory is unknown (kubelet always knows it) the pod's limit
 // and sizeLimit bound the size alone.
 //
+// Volumes are set up by the first container start of a sync that needs
+// them (VolumeProvider.Volumes). Kubelet also remounts a running pod's
+// Secret, ConfigMap, downward API and projected volumes at every sync, so
+// that they follow their objects and the pod's labels and annotations; a
+// provider that is a VolumeRemounter (apiobjects.Volumes) is asked to do
+// so at the end of every sync of a pod with a running container in which
+// no container start set the volumes up. A failed remount is
+// Result.RemountError, not a failed sync: the containers keep the volume
+// as last written and the status does not change, as with kubelet, whose
+// reconciler retries it with a back-off (0.5 s doubling to about 2 min)
+// where podsync retries it at the pod's next sync (podworker resyncs such
+// a pod after its resync period). Result.RefreshAt says when the volumes
+// change with time alone (a token's renewal).
+//
 // # Logs and concurrency
 //
 // SyncPod logs to the logr.Logger in its context

@@ -59,6 +59,17 @@ type Result struct {
 	Results []*SyncResult
 	// SyncError is a failure that belongs to no single step.
 	SyncError error
+	// RemountError is a failure to set up a running pod's volumes again
+	// (a VolumeRemounter's, kubelet's remount of Secret, ConfigMap,
+	// downward API and projected volumes at each sync). It is not part of
+	// Error: as with kubelet, the containers keep the volume as last
+	// written and the pod's status does not change; the volume is set up
+	// again at the pod's next sync.
+	RemountError error
+	// RefreshAt is when the content of a running pod's volumes changes
+	// with time alone (a service account token due for renewal), so the
+	// pod should be synced again then; zero: never (VolumeRemounter).
+	RefreshAt time.Time
 }
 
 func (r *Result) add(action SyncAction, target string) *SyncResult {

@@ -342,8 +342,7 @@ func (s *Syncer) traced(name, container string, f func() error) error {
 // regular init container that fails to start ends the sync; an app
 // container that fails does not stop the others. Called repeatedly, it
 // converges the pod.
-func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus, pullSecrets []corev1.Secret) Result {
-	var result Result
+func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus, pullSecrets []corev1.Secret) (result Result) {
 	if err := validatePod(pod); err != nil {
 		result.SyncError = err
 		return result
@@ -368,6 +367,17 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 	if v := log.V(3); v.Enabled() { // the string costs more than the decision
 		v.Info("Computed pod actions", "actions", actions.String())
 	}
+	// The pod's volumes and service variables are resolved once per
+	// sync, on first need.
+	inputs := s.podInputs(ctx, pod)
+	// Kubelet remounts a running pod's Secret, ConfigMap, downward API
+	// and projected volumes at every sync (WaitForAttachAndMount); here
+	// at the end of the sync, unless a container start set them up.
+	defer func() {
+		if !actions.KillPod && !inputs.volumesDone && hasRunningContainer(status) {
+			s.remount(ctx, pod, &result)
+		}
+	}()
 	podRef := images.ContainerRef(pod, nil)
 	if actions.CreateSandbox && actions.SandboxID != "" {
 		s.o.recorder.Eventf(podRef, corev1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
@@ -449,9 +459,6 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 		return result
 	}
 
-	// The pod's volumes and service variables are resolved once per
-	// sync, on first need.
-	inputs := s.podInputs(ctx, pod)
 	start := func(kind string, c *corev1.Container) error {
 		sr := result.add(ActionStartContainer, c.Name)
 		t0 := s.o.clock.Now()

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -25,6 +27,23 @@ var ErrVolumeNotSupported = errors.New("volume type not supported by the default
 // VolumeProvider gives the pod's volumes as mounted on the host.
 type VolumeProvider interface {
 	Volumes(ctx context.Context, pod *corev1.Pod) (mounts.VolumeMap, error)
+}
+
+// VolumeRemounter is a VolumeProvider whose volumes must be set up again
+// at every sync of a running pod, as kubelet's volume manager remounts the
+// volumes whose plugin RequiresRemount (Secret, ConfigMap, downward API,
+// projected) each time the pod is synced: their payload follows the API
+// objects and the pod's own labels and annotations. SyncPod calls
+// RemountVolumes at the end of a sync of a pod with a running container
+// when no container start in that sync set up the volumes already (a
+// start calls Volumes). It returns when the volumes' content next
+// changes with time alone (zero: never), such as a service account
+// token's renewal; SyncPod puts it in Result.RefreshAt and its error in
+// Result.RemountError. apiobjects.Volumes is one; DefaultVolumes has no
+// such volume.
+type VolumeRemounter interface {
+	VolumeProvider
+	RemountVolumes(ctx context.Context, pod *corev1.Pod) (refreshAt time.Time, err error)
 }
 
 // DefaultVolumes resolves hostPath volumes (creating DirectoryOrCreate and
@@ -231,4 +250,28 @@ func MemoryVolumeSize(pod *corev1.Pod, nodeAllocatable corev1.ResourceList, size
 		lower(sizeLimit.Value())
 	}
 	return size
+}
+
+// remount sets up a running pod's volumes again when the provider is a
+// VolumeRemounter (see there).
+func (s *Syncer) remount(ctx context.Context, pod *corev1.Pod, result *Result) {
+	r, ok := s.o.volumes.(VolumeRemounter)
+	if !ok {
+		return
+	}
+	result.RefreshAt, result.RemountError = r.RemountVolumes(ctx, pod)
+	if result.RemountError != nil {
+		logr.FromContextOrDiscard(ctx).V(2).Info("Failed to remount the pod's volumes", "pod", pod.Namespace+"/"+pod.Name, "err", result.RemountError)
+	}
+}
+
+// hasRunningContainer: a container of the pod runs, so its volumes were
+// set up.
+func hasRunningContainer(status *PodStatus) bool {
+	for _, cs := range status.ContainerStatuses {
+		if cs.State == ContainerStateRunning {
+			return true
+		}
+	}
+	return false
 }
