@@ -99,6 +99,17 @@
 //     cleanup runs in Run, which the caller starts and stops.
 //   - Node allocatable for resourceFieldRef items is given once
 //     (WithNodeAllocatable); kubelet reads the Node each time.
+//   - A running pod's volumes are set up again (RemountVolumes, a
+//     podsync.VolumeRemounter) at each of its syncs, as kubelet remounts
+//     them; podsync asks only at the end of a sync that started no
+//     container, and podworker does not resync a steady pod every minute
+//     (see podworker): its caller wakes the pods whose objects changed
+//     (Workers.ResyncReferencing), and RemountVolumes says when the pod's
+//     next token renewal is due (Tokens.NextRefresh: 80% of its lifetime
+//     or 24 hours, without kubelet's jitter of up to 10 s, which only
+//     brings a renewal earlier) so that the pod is synced then. Objects
+//     are read from the Source at each setup; kubelet's watch-based
+//     managers serve them from a cache of their own.
 //
 // Objects come from a Source (and Services from a ServiceLister): an
 // informer's lister, an API client, or a map in a test. The package never
