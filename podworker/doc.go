@@ -42,9 +42,21 @@
 //   - kubelet's periodic resync (1 min) syncs, with the status of the
 //     latest relist, every pod whose last sync left something a resync
 //     could still do: it failed, did work, is being killed, has an active
-//     deadline, or has an in-place resize that could not be done. A pod
-//     whose last sync succeeded with nothing to do is not resynced (see
-//     below).
+//     deadline, has an in-place resize that could not be done, or has a
+//     volume that could not be set up again (podsync.Result.RemountError).
+//     A pod whose last sync succeeded with nothing to do is not resynced
+//     (see below);
+//   - its volumes' content changes: a running pod's Secret, ConfigMap,
+//     downward API and projected volumes are set up again at each of its
+//     syncs (podsync.VolumeRemounter, apiobjects.Volumes), as kubelet's
+//     volume manager remounts them. An upserted spec with new labels or
+//     annotations syncs it, so its downward API files follow; a caller
+//     that watches Secrets and ConfigMaps wakes the pods that refer to a
+//     changed, created or deleted one (ResyncReferencing, References; or
+//     ResyncMatching, Resync); and a pod whose volumes change with time
+//     alone is synced when they do (podsync.Result.RefreshAt: its service
+//     account token is due for renewal, at 80% of its lifetime or after 24
+//     hours).
 //
 // Deleting a pod kills it with kubelet's effective grace period
 // (podsync.EffectiveGracePeriod), then removes its containers, sandboxes,
@@ -91,7 +103,26 @@
 // (kubelet's EnsureExists would recreate one removed behind its back).
 // PodState.Synced and the listeners (WithOnSync) therefore hear a steady
 // pod only when it changes; a caller that wants a pod synced again
-// upserts it.
+// upserts it or calls Resync.
+//
+// Kubelet's resync also sets a steady pod's Secret, ConfigMap, downward
+// API and projected volumes up again every minute, so that they follow
+// their objects (read through its watching caches), the pod's labels and
+// annotations, and its token renewals. Here a steady pod's volumes are
+// set up again when something that could change them wakes it: a new
+// spec (labels, annotations, resources), the caller's ResyncReferencing
+// or ResyncMatching for a changed object (examples/nodeagent watches the
+// Secrets and ConfigMaps its pods refer to, and ClusterTrustBundles), a
+// token renewal's time (RefreshAt), a pod certificate's issue or renewal
+// (the caller's Resync, from apiobjects.WithPodCertificateNotify). A
+// change is then seen at once rather than at the next resync (up to 1.5
+// min with kubelet's jitter); a change the caller does not report (a
+// caller that does not watch the objects) is not seen until something
+// else syncs the pod, where kubelet would see it within a minute. A
+// remount that failed is retried at the pod's resync (1 min) or at the
+// next change of its objects; kubelet's reconciler retries it after 0.5 s
+// doubling to about 2 min. A steady pod with a token to renew keeps a
+// timer, and so a goroutine, until then.
 //
 // Kubelet's generic PLEG relists every second, whatever the runtime
 // streams (its evented PLEG, off by default, relists every 5 min). Each

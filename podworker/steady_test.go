@@ -32,12 +32,18 @@ type clocked struct {
 }
 
 func newClocked(t *testing.T, opts ...podworker.Option) *clocked {
+	return newClockedWith(t, nil, opts...)
+}
+
+// newClockedWith is newClocked with options for the Syncer, made on the
+// fake clock.
+func newClockedWith(t *testing.T, syncOpts func(*testingclock.FakeClock) []podsync.Option, opts ...podworker.Option) *clocked {
 	c := &clocked{t: t, clk: testingclock.NewFakeClock(time.Unix(1_000_000, 0)), syncs: map[types.UID]int{}, synced1: make(chan struct{}, 1)}
 	c.rt = fake.New(fake.WithClock(c.clk), fake.WithStartFunc(exitInits))
 	root := t.TempDir()
 	ims := images.NewManager(c.rt, images.WithClock(c.clk))
 	t.Cleanup(func() { ims.Close() })
-	syncer := podsync.NewSyncer(c.rt, ims, podsync.WithClock(c.clk), podsync.WithRootDir(root), podsync.WithPodLogsDir(root+"/logs"))
+	syncer := podsync.NewSyncer(c.rt, ims, append([]podsync.Option{podsync.WithClock(c.clk), podsync.WithRootDir(root), podsync.WithPodLogsDir(root + "/logs")}, syncOptsOf(syncOpts, c.clk)...)...)
 	c.workers = podworker.New(syncer, append([]podworker.Option{podworker.WithClock(c.clk), podworker.WithJitter(func(d time.Duration) time.Duration { return d }),
 		podworker.WithOnSync(func(uid types.UID, _ podworker.PodState) {
 			c.mu.Lock()
@@ -50,6 +56,13 @@ func newClocked(t *testing.T, opts ...podworker.Option) *clocked {
 		})}, opts...)...)
 	t.Cleanup(func() { c.workers.Close() })
 	return c
+}
+
+func syncOptsOf(f func(*testingclock.FakeClock) []podsync.Option, clk *testingclock.FakeClock) []podsync.Option {
+	if f == nil {
+		return nil
+	}
+	return f(clk)
 }
 
 // step advances the clock by d, a second at a time, letting the Workers

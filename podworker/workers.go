@@ -902,7 +902,7 @@ func (w *Workers) steady(p *worker) bool {
 	w.mu.Lock()
 	st, terminating := p.state, p.terminating
 	w.mu.Unlock()
-	if terminating || st.Err != nil || !st.NextSync.IsZero() || st.Result.Error() != nil || len(st.Result.Results) > 0 {
+	if terminating || st.Err != nil || !st.NextSync.IsZero() || st.Result.Error() != nil || len(st.Result.Results) > 0 || st.Result.RemountError != nil {
 		return false
 	}
 	if st.Pod == nil || st.Pod.Spec.ActiveDeadlineSeconds != nil {
@@ -1011,7 +1011,7 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 			return st.NextSync, false
 		}
 		if len(r.Results) == 0 || i >= 20 {
-			return time.Time{}, false
+			return w.refreshAt(r), false // refresh.go
 		}
 		fresh = true
 	}

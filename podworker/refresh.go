@@ -1,0 +1,158 @@
+package podworker
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podstart/podstart/podsync"
+)
+
+// Kinds of the objects References names.
+const (
+	KindSecret    = "Secret"
+	KindConfigMap = "ConfigMap"
+)
+
+// ObjectRef names an API object a pod refers to.
+type ObjectRef struct {
+	Kind      string // KindSecret or KindConfigMap
+	Namespace string
+	Name      string
+}
+
+// References lists the Secrets and ConfigMaps the pod refers to, each
+// once, sorted: in its volumes (secret and configMap volumes, projected
+// secret and configMap sources), whose content a sync writes again, and
+// in its containers' env and envFrom (init, app and ephemeral
+// containers), with which a container waiting for a missing object
+// starts. Image pull secrets are not listed.
+func References(pod *corev1.Pod) []ObjectRef {
+	seen := map[ObjectRef]bool{}
+	add := func(kind, name string) {
+		if name != "" {
+			seen[ObjectRef{Kind: kind, Namespace: pod.Namespace, Name: name}] = true
+		}
+	}
+	for _, v := range pod.Spec.Volumes {
+		switch {
+		case v.Secret != nil:
+			add(KindSecret, v.Secret.SecretName)
+		case v.ConfigMap != nil:
+			add(KindConfigMap, v.ConfigMap.Name)
+		case v.Projected != nil:
+			for _, s := range v.Projected.Sources {
+				if s.Secret != nil {
+					add(KindSecret, s.Secret.Name)
+				}
+				if s.ConfigMap != nil {
+					add(KindConfigMap, s.ConfigMap.Name)
+				}
+			}
+		}
+	}
+	env := func(c *corev1.Container) {
+		for _, e := range c.EnvFrom {
+			if e.SecretRef != nil {
+				add(KindSecret, e.SecretRef.Name)
+			}
+			if e.ConfigMapRef != nil {
+				add(KindConfigMap, e.ConfigMapRef.Name)
+			}
+		}
+		for _, e := range c.Env {
+			if e.ValueFrom == nil {
+				continue
+			}
+			if r := e.ValueFrom.SecretKeyRef; r != nil {
+				add(KindSecret, r.Name)
+			}
+			if r := e.ValueFrom.ConfigMapKeyRef; r != nil {
+				add(KindConfigMap, r.Name)
+			}
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		env(&pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		env(&pod.Spec.Containers[i])
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		c := corev1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		env(&c)
+	}
+	out := make([]ObjectRef, 0, len(seen))
+	for r := range seen {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b ObjectRef) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// Resync syncs a pod the Workers hold once more, steady or not, as
+// kubelet's periodic resync would: its volumes are set up again
+// (podsync.VolumeRemounter). It reports whether the Workers hold the pod.
+func (w *Workers) Resync(uid types.UID) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.pods[uid]
+	if p == nil {
+		return false
+	}
+	w.wakeLocked(p)
+	return true
+}
+
+// ResyncReferencing syncs once more every pod held, and not being
+// killed, that refers to ref (References): a caller that watches Secrets
+// and ConfigMaps calls it when one changes, is created or is deleted, so
+// that the running pods' volumes follow it (see the package doc). It
+// returns how many pods it woke.
+func (w *Workers) ResyncReferencing(ref ObjectRef) int {
+	return w.ResyncMatching(func(pod *corev1.Pod) bool {
+		return pod.Namespace == ref.Namespace && slices.Contains(References(pod), ref)
+	})
+}
+
+// ResyncMatching syncs once more every pod held, and not being killed,
+// for which match is true (called with w's lock held: it must not call
+// the Workers), and returns how many: for objects References does not
+// name, such as the ClusterTrustBundles of a projection.
+func (w *Workers) ResyncMatching(match func(*corev1.Pod) bool) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, p := range w.pods {
+		if p.terminating || p.pod == nil || !match(p.pod) {
+			continue
+		}
+		w.wakeLocked(p)
+		n++
+	}
+	return n
+}
+
+// refreshAt is when a pod whose sync succeeded is synced again for its
+// volumes' sake (podsync.Result.RefreshAt: a token's renewal); zero:
+// when woken. A time already past (the renewal failed and the old token
+// is still served) is retried after the resync period, as kubelet's next
+// periodic sync would retry it.
+func (w *Workers) refreshAt(r podsync.Result) time.Time {
+	at := r.RefreshAt
+	if at.IsZero() {
+		return at
+	}
+	if now := w.o.clock.Now(); !at.After(now) {
+		if w.o.resync <= 0 {
+			return time.Time{}
+		}
+		at = now.Add(w.o.resync)
+	}
+	return at
+}
