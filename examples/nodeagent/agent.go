@@ -104,6 +104,7 @@ type agent struct {
 	// Failed and it is never run (kubelet's rejectPod).
 	rejected func(*corev1.Pod, corev1.PodStatus)
 	volumes  *apiobjects.Volumes
+	watches  *objectWatches  // the Secrets and ConfigMaps the pods refer to
 	pods     cache.Store     // the informer's pods bound to this node
 	stats    *stats.Provider // nil on a runtime without CRI stats
 }
@@ -150,9 +151,19 @@ func Run(ctx context.Context, cfg Config) error {
 	prober := probes.New(cfg.Runtime, probes.WithRecorder(recorder))
 	defer prober.Close()
 	objects := apiObjects{cfg.Client}
+	// The Secrets and ConfigMaps the pods refer to, watched one by one as
+	// kubelet's managers watch them: read from the watches, and a change
+	// syncs the pods that refer to the object again, so that their
+	// volumes follow it (podworker does not resync a steady pod every
+	// minute). Stopped after the workers.
+	a.watches = newObjectWatches(objects, func(ref podworker.ObjectRef) { a.workers.ResyncReferencing(ref) })
+	defer a.watches.shutdown()
 	// ClusterTrustBundles from an informer started on first use, as
 	// kubelet's; stopped after the workers (their volume setups read it).
+	// A bundle's change syncs the pods with clusterTrustBundle
+	// projections again.
 	bundles := newTrustBundles(cfg.Client)
+	bundles.changed = func() { a.workers.ResyncMatching(hasTrustBundleProjection) }
 	defer bundles.shutdown()
 	tokens := apiobjects.NewTokens(objects)
 	wg.Go(func() { tokens.Run(ctx) }) // drops expired tokens every minute
@@ -165,7 +176,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if mounter == nil {
 		mounter = &mounts.HostMounter{}
 	}
-	a.volumes = apiobjects.NewVolumes(objects, cfg.RootDir, apiobjects.WithTokens(tokens), apiobjects.WithMounter(mounter),
+	a.volumes = apiobjects.NewVolumes(a.watches, cfg.RootDir, apiobjects.WithTokens(tokens), apiobjects.WithMounter(mounter),
 		apiobjects.WithEventRecorder(recorder), apiobjects.WithNodeAllocatable(node.Status.Allocatable),
 		apiobjects.WithPodCertificates(certs), apiobjects.WithClusterTrustBundles(bundles))
 	// Services from an informer's cache, as kubelet reads them for
@@ -187,7 +198,7 @@ func Run(ctx context.Context, cfg Config) error {
 		// Services give every container KUBERNETES_SERVICE_HOST and _PORT
 		// (client-go's in-cluster config) and, with enableServiceLinks, its
 		// namespace's service variables.
-		podsync.WithEnvResolver(apiobjects.Env{Source: objects, Services: services, ServicesSynced: svcInformer.HasSynced}))...)
+		podsync.WithEnvResolver(apiobjects.Env{Source: a.watches, Services: services, ServicesSynced: svcInformer.HasSynced}))...)
 	// Kubelet reads only the pod's imagePullSecrets: the ServiceAccount
 	// admission plugin has copied its account's into it. The agent also
 	// reads the account's, for pods made without that plugin (client-go's
@@ -285,7 +296,7 @@ func Run(ctx context.Context, cfg Config) error {
 			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", cfg.NodeName).String()
 		})
 	a.pods = informer.GetStore()
-	wg.Go(func() { certs.Run(ctx) }) // after a.pods: its notifications read it
+	wg.Go(func() { certs.Run(ctx) }) // its notifications resync pods through the workers
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { a.podChanged(obj) },
 		UpdateFunc: func(_, obj any) { a.podChanged(obj) },
@@ -322,7 +333,9 @@ func (a *agent) podChanged(obj any) {
 	if pod.DeletionTimestamp != nil {
 		err = a.workers.Delete(pod, pod.DeletionGracePeriodSeconds)
 	} else if a.admit(pod) {
-		err = a.workers.Upsert(pod)
+		if err = a.workers.Upsert(pod); err == nil {
+			a.watches.setPod(pod)
+		}
 		a.trace(pod, "admitted", 0, false)
 	}
 	if err != nil {
@@ -341,23 +354,32 @@ func (a *agent) podGone(obj any) {
 			log.Printf("pod %s/%s: %v", pod.Namespace, pod.Name, err)
 		}
 		// Its tokens and pod certificates go with it, as kubelet drops
-		// them when it forgets the pod.
+		// them when it forgets the pod, and the watches of its objects.
 		a.volumes.ForgetPod(pod.UID)
+		a.watches.forgetPod(pod.UID)
 	}
 }
 
 // resync syncs the pod again: one of its pod certificates was issued,
 // renewed or refused, so its projected volumes are written again (kubelet
 // remounts projected volumes periodically).
-func (a *agent) resync(uid types.UID) {
-	for _, obj := range a.pods.List() {
-		if pod, ok := obj.(*corev1.Pod); ok && pod.UID == uid && pod.DeletionTimestamp == nil {
-			if err := a.workers.Upsert(pod); err != nil {
-				log.Printf("pod %s/%s: %v", pod.Namespace, pod.Name, err)
+func (a *agent) resync(uid types.UID) { a.workers.Resync(uid) }
+
+// hasTrustBundleProjection: the pod has a clusterTrustBundle projection,
+// whose content a change of any bundle may change (by name or by signer
+// and labels).
+func hasTrustBundleProjection(pod *corev1.Pod) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, s := range v.Projected.Sources {
+			if s.ClusterTrustBundle != nil {
+				return true
 			}
-			return
 		}
 	}
+	return false
 }
 
 // apiClient is statusmanager's Client over client-go. Kubelet's status

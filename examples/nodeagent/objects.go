@@ -18,8 +18,9 @@ import (
 // apiObjects is the API client as an apiobjects.Source (Secrets,
 // ConfigMaps), ServiceLister, ServiceAccountGetter, TokenRequester and
 // PodCertificateClient.
-// (Kubelet reads Secrets and ConfigMaps through watching caches; a Get per
-// sync is the simple version.) A missing object is reported as kubelet's
+// Volumes and env read Secrets and ConfigMaps through objectWatches, which
+// watches them as kubelet's managers do and GETs here only before a
+// watch's first list. A missing object is reported as kubelet's
 // secret and configmap managers report it (`secret "x" not found`, where
 // client-go says "secrets"), so a pod's CreateContainerConfigError reads
 // as kubelet's.

@@ -31,6 +31,9 @@ import (
 type trustBundles struct {
 	client kubernetes.Interface
 	stop   chan struct{}
+	// changed, if set, is called when a bundle is added, changed or
+	// removed after the informer's first list.
+	changed func()
 
 	mu      sync.Mutex
 	decided bool           // discovery answered
@@ -66,6 +69,19 @@ func (t *trustBundles) source(ctx context.Context) (certlisters.ClusterTrustBund
 			// (which imports every API group's informers and listers).
 			inf := certinformers.NewClusterTrustBundleInformer(t.client, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 			t.lister, t.synced = certlisters.NewClusterTrustBundleLister(inf.GetIndexer()), inf.HasSynced
+			if t.changed != nil {
+				changed := t.changed
+				_, _ = inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+					// The first list is what the pod being synced reads.
+					AddFunc: func(_ any, initial bool) {
+						if !initial {
+							changed()
+						}
+					},
+					UpdateFunc: func(_, _ any) { changed() },
+					DeleteFunc: func(any) { changed() },
+				})
+			}
 			t.running.Go(func() { inf.Run(t.stop) })
 			wait, cancel := context.WithTimeout(ctx, 10*time.Second)
 			cache.WaitForCacheSync(wait.Done(), t.synced) // else the next read may find it synced
