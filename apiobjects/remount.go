@@ -52,9 +52,9 @@ func RequiresRemount(vol corev1.Volume) bool {
 }
 
 // NextRefresh is the earliest time at which a cached token bound to the
-// pod needs a refresh (older than 24 hours or within 20% of its lifetime
-// of expiry, kubelet's rule without its jitter, which only brings a
-// renewal up to 10 s earlier); zero when the pod has no cached token
+// pod certainly needs a refresh: just after it is older than 24 hours or
+// within 20% of its lifetime of expiry (kubelet's jitter, up to 10 s,
+// only brings a renewal earlier); zero when the pod has no cached token
 // with an expiration.
 func (m *Tokens) NextRefresh(podUID types.UID) time.Time {
 	m.mu.RLock()
@@ -70,6 +70,7 @@ func (m *Tokens) NextRefresh(podUID types.UID) time.Time {
 		if old := exp.Add(-ttl).Add(tokenMaxTTL); old.Before(at) {
 			at = old
 		}
+		at = at.Add(time.Nanosecond) // after it, whatever the jitter
 		if next.IsZero() || at.Before(next) {
 			next = at
 		}

@@ -90,18 +90,18 @@ func TestRemountVolumesRenewsTokenAtRefreshTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := clk.Now().Add(48 * time.Minute); !at.Equal(want) {
+	if want := clk.Now().Add(48*time.Minute + time.Nanosecond); !at.Equal(want) {
 		t.Fatalf("refresh at %v, want %v (80%% of an hour)", at, want)
 	}
 	if req.count() != 1 {
 		t.Fatalf("%d token requests before the refresh time, want 1", req.count())
 	}
-	clk.SetTime(at.Add(time.Nanosecond))
+	clk.SetTime(at)
 	next, err := v.RemountVolumes(context.Background(), pod)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if req.count() != 2 || !next.Equal(at.Add(time.Nanosecond).Add(48*time.Minute)) {
+	if req.count() != 2 || !next.Equal(at.Add(48*time.Minute+time.Nanosecond)) {
 		t.Fatalf("%d token requests, next refresh %v: want a renewal and the next refresh 48 min later", req.count(), next)
 	}
 }

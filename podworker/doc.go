@@ -121,8 +121,12 @@
 // else syncs the pod, where kubelet would see it within a minute. A
 // remount that failed is retried at the pod's resync (1 min) or at the
 // next change of its objects; kubelet's reconciler retries it after 0.5 s
-// doubling to about 2 min. A steady pod with a token to renew keeps a
-// timer, and so a goroutine, until then.
+// doubling to about 2 min. The renewal times of all pods share one timer
+// and one goroutine, so a steady pod waiting for its renewal holds none
+// of its own. A renewal is due just after kubelet's time without its
+// jitter (which only brings kubelet's renewal up to 10 s earlier); one
+// that fails while the old token is still valid is tried again after the
+// resync period.
 //
 // Kubelet's generic PLEG relists every second, whatever the runtime
 // streams (its evented PLEG, off by default, relists every 5 min). Each

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/podstart/podstart/podsync"
 )
@@ -138,21 +139,130 @@ func (w *Workers) ResyncMatching(match func(*corev1.Pod) bool) int {
 	return n
 }
 
-// refreshAt is when a pod whose sync succeeded is synced again for its
-// volumes' sake (podsync.Result.RefreshAt: a token's renewal); zero:
-// when woken. A time already past (the renewal failed and the old token
-// is still served) is retried after the resync period, as kubelet's next
-// periodic sync would retry it.
-func (w *Workers) refreshAt(r podsync.Result) time.Time {
+// refresher wakes the pods whose volumes change with time alone
+// (podsync.Result.RefreshAt: a token's renewal) when they do, from one
+// goroutine with one timer for all of them, so that a steady pod waiting
+// for its renewal holds no goroutine of its own. Guarded by Workers.mu.
+type refresher struct {
+	at       map[types.UID]time.Time
+	earliest time.Time // the earliest of at (zero: none)
+	armedFor time.Time // when refreshLoop's timer fires (zero: none)
+	started  bool      // refreshLoop runs
+	kick     chan struct{}
+}
+
+// pendingLocked: a refresh is due, or refreshLoop has yet to arm its
+// timer for the earliest (so WaitIdle waits for it: a fake clock stepped
+// before the timer exists would not fire it in time).
+func (rf *refresher) pendingLocked(now time.Time) bool {
+	return !rf.earliest.IsZero() && (!rf.earliest.After(now) || !rf.armedFor.Equal(rf.earliest))
+}
+
+// setRefresh notes when p's volumes are next refreshed after a sync that
+// succeeded (r.RefreshAt; zero: never). A time already past (the renewal
+// failed and the old token is still served) is retried after the resync
+// period, as kubelet's next periodic sync would retry it.
+func (w *Workers) setRefresh(p *worker, r podsync.Result) {
 	at := r.RefreshAt
-	if at.IsZero() {
-		return at
-	}
-	if now := w.o.clock.Now(); !at.After(now) {
-		if w.o.resync <= 0 {
-			return time.Time{}
+	now := w.o.clock.Now()
+	if !at.IsZero() && !at.After(now) {
+		at = time.Time{}
+		if w.o.resync > 0 {
+			at = now.Add(w.o.resync)
 		}
-		at = now.Add(w.o.resync)
 	}
-	return at
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rf := &w.refresh
+	if at.IsZero() {
+		if _, ok := rf.at[p.uid]; ok {
+			delete(rf.at, p.uid)
+			rf.earliest = rf.earliestLocked()
+		}
+		return
+	}
+	if w.closed {
+		return
+	}
+	if rf.at == nil {
+		rf.at, rf.kick = map[types.UID]time.Time{}, make(chan struct{}, 1)
+	}
+	rf.at[p.uid] = at
+	rf.earliest = rf.earliestLocked()
+	if !rf.started {
+		rf.started = true
+		w.wg.Add(1)
+		go w.refreshLoop()
+	}
+	signal(rf.kick)
+}
+
+func (rf *refresher) earliestLocked() time.Time {
+	var e time.Time
+	for _, at := range rf.at {
+		if e.IsZero() || at.Before(e) {
+			e = at
+		}
+	}
+	return e
+}
+
+// refreshLoop wakes each pod whose refresh time has come, and sleeps
+// until the earliest one left.
+func (w *Workers) refreshLoop() {
+	defer w.wg.Done()
+	for {
+		w.mu.Lock()
+		rf := &w.refresh
+		now := w.o.clock.Now()
+		for uid, at := range rf.at {
+			p := w.pods[uid]
+			if p == nil {
+				delete(rf.at, uid) // removed
+				continue
+			}
+			if !at.After(now) {
+				delete(rf.at, uid)
+				w.wakeLocked(p)
+			}
+		}
+		rf.earliest = rf.earliestLocked()
+		next := rf.earliest
+		rf.armedFor = time.Time{}
+		w.mu.Unlock()
+		var t clock.Timer
+		var fire <-chan time.Time
+		if !next.IsZero() {
+			d := next.Sub(w.o.clock.Now())
+			if d <= 0 {
+				continue
+			}
+			t = w.o.clock.NewTimer(d)
+			fire = t.C()
+		}
+		w.mu.Lock()
+		if !rf.earliest.Equal(next) {
+			// Changed meanwhile (setRefresh): arm again.
+			w.mu.Unlock()
+			if t != nil {
+				t.Stop()
+			}
+			continue
+		}
+		rf.armedFor = next
+		w.idle.Broadcast()
+		w.mu.Unlock()
+		select {
+		case <-w.ctx.Done():
+			if t != nil {
+				t.Stop()
+			}
+			return
+		case <-rf.kick:
+		case <-fire:
+		}
+		if t != nil {
+			t.Stop()
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	goruntime "runtime"
 	"sync"
 	"testing"
 	"time"
@@ -223,5 +224,47 @@ func TestSteadyPodTokenRenewed(t *testing.T) {
 	}
 	if got := n.synced(pod.UID) - before; got != 1 {
 		t.Fatalf("%d syncs for the renewal, want 1", got)
+	}
+}
+
+// Steady pods waiting for their tokens' renewal hold no goroutine each
+// (one timer serves them all), and each is renewed at its time.
+func TestTokenPodsHoldNoGoroutine(t *testing.T) {
+	srv := &tokenServer{}
+	n := newVolumeNode(t, func(clk clock.Clock) *apiobjects.Tokens {
+		srv.clock = clk
+		return apiobjects.NewTokens(srv, apiobjects.WithTokenClock(clk))
+	})
+	n.step(time.Second)
+	base := goruntime.NumGoroutine()
+	const count = 20
+	var pods []*corev1.Pod
+	for i := range count {
+		pod := testPod(fmt.Sprintf("tok%02d", i))
+		pod.Spec.ServiceAccountName = "default"
+		pod.Spec.Volumes = []corev1.Volume{{Name: "api", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: ptr.To[int32](0o644),
+			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](int64(3600 + 60*i))}}}}}}}
+		pods = append(pods, pod)
+		if err := n.workers.Upsert(pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pod := range pods {
+		n.runUntil("running", pod.UID, running)
+	}
+	n.step(time.Minute)
+	if got := goruntime.NumGoroutine() - base; got >= count/2 {
+		t.Errorf("%d more goroutines with %d steady pods waiting for a renewal, want their loops ended", got, count)
+	}
+	n.step(70 * time.Minute) // every token's 80% (48 to 63 min) passed once
+	for _, pod := range pods {
+		if got := n.file(pod, "projected", "api", "token"); got == "" || got == "<none>" {
+			t.Fatalf("%s: token %q", pod.Name, got)
+		}
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.n != 2*count {
+		t.Fatalf("%d token requests in 70 min for %d pods, want each renewed once", srv.n, count)
 	}
 }

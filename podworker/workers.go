@@ -246,6 +246,8 @@ type Workers struct {
 	busy       int // pods woken or syncing
 	timed      int // pods with a retry or resync timer
 
+	refresh refresher // volumes' refresh times (refresh.go), guarded by mu
+
 	listenMu    sync.Mutex
 	listeners   []listener // OnSync's; replaced, never changed in place
 	listenerSeq uint64
@@ -360,7 +362,7 @@ func (w *Workers) WaitIdle(ctx context.Context) error {
 func (w *Workers) idleLocked() bool {
 	now := w.o.clock.Now()
 	due := func(t time.Time) bool { return !t.IsZero() && !t.After(now) }
-	if w.busy > 0 || w.relistQueued || w.relisting || due(w.relistAt) || w.collecting || due(w.gcAt) || w.removing > 0 {
+	if w.busy > 0 || w.relistQueued || w.relisting || due(w.relistAt) || w.collecting || due(w.gcAt) || w.removing > 0 || w.refresh.pendingLocked(now) {
 		return false
 	}
 	if w.timed == 0 {
@@ -1011,7 +1013,8 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 			return st.NextSync, false
 		}
 		if len(r.Results) == 0 || i >= 20 {
-			return w.refreshAt(r), false // refresh.go
+			w.setRefresh(p, r) // refresh.go
+			return time.Time{}, false
 		}
 		fresh = true
 	}
