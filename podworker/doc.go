@@ -118,7 +118,9 @@
 // change is then seen at once rather than at the next resync (up to 1.5
 // min with kubelet's jitter); a change the caller does not report (a
 // caller that does not watch the objects) is not seen until something
-// else syncs the pod, where kubelet would see it within a minute. A
+// else syncs the pod, where kubelet would see it within a minute; such a
+// caller asks for kubelet's periodic rewrite with WithPeriodicRemount,
+// which resyncs every pod with such a volume each resync period. A
 // remount that failed is retried at the pod's resync (1 min) or at the
 // next change of its objects; kubelet's reconciler retries it after 0.5 s
 // doubling to about 2 min. The renewal times of all pods share one timer

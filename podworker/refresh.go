@@ -96,6 +96,24 @@ func References(pod *corev1.Pod) []ObjectRef {
 	return out
 }
 
+// WithPeriodicRemount resyncs every pod with a Secret, ConfigMap,
+// downward API or projected volume once per resync period even when it
+// is steady, as kubelet does, so that its volumes follow their objects
+// within a resync period for a caller that does not report their changes
+// (ResyncReferencing). Off by default: such a pod is synced when woken.
+func WithPeriodicRemount() Option { return func(o *options) { o.periodicRemount = true } }
+
+// hasRemountVolume: the pod has a volume kubelet sets up again at each
+// sync (its plugin's RequiresRemount).
+func hasRemountVolume(pod *corev1.Pod) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.Secret != nil || v.ConfigMap != nil || v.DownwardAPI != nil || v.Projected != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // Resync syncs a pod the Workers hold once more, steady or not, as
 // kubelet's periodic resync would: its volumes are set up again
 // (podsync.VolumeRemounter). It reports whether the Workers hold the pod.

@@ -34,7 +34,7 @@ type volumeNode struct {
 
 // newVolumeNode makes the node; tokens, if set, gives the volumes a
 // token manager on the node's clock.
-func newVolumeNode(t *testing.T, tokens func(clock.Clock) *apiobjects.Tokens) *volumeNode {
+func newVolumeNode(t *testing.T, tokens func(clock.Clock) *apiobjects.Tokens, opts ...podworker.Option) *volumeNode {
 	n := &volumeNode{objects: &apiobjects.Objects{}, root: t.TempDir()}
 	m := fakemount.New()
 	n.clocked = newClockedWith(t, func(clk *testingclock.FakeClock) []podsync.Option {
@@ -44,7 +44,7 @@ func newVolumeNode(t *testing.T, tokens func(clock.Clock) *apiobjects.Tokens) *v
 		}
 		vols := apiobjects.NewVolumes(n.objects, n.root, vopts...)
 		return []podsync.Option{podsync.WithRootDir(n.root), podsync.WithMounter(m), podsync.WithVolumes(vols)}
-	})
+	}, opts...)
 	return n
 }
 
@@ -266,5 +266,71 @@ func TestTokenPodsHoldNoGoroutine(t *testing.T) {
 	defer srv.mu.Unlock()
 	if srv.n != 2*count {
 		t.Fatalf("%d token requests in 70 min for %d pods, want each renewed once", srv.n, count)
+	}
+}
+
+// With WithPeriodicRemount, kubelet's periodic rewrite: a steady pod with
+// such volumes is resynced every resync period, so a change nobody
+// reports reaches its volume within one; a pod without them is not.
+func TestPeriodicRemount(t *testing.T) {
+	n := newVolumeNode(t, nil, podworker.WithPeriodicRemount())
+	n.objects.SetSecret(secret("creds", "password", "one"))
+	n.objects.SetConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"}})
+	pod := volumesPod("periodic")
+	plain := testPod("plain")
+	for _, p := range []*corev1.Pod{pod, plain} {
+		if err := n.workers.Upsert(p); err != nil {
+			t.Fatal(err)
+		}
+		n.runUntil("running", p.UID, running)
+	}
+	n.step(time.Minute)
+	before, plainBefore := n.synced(pod.UID), n.synced(plain.UID)
+	n.objects.SetSecret(secret("creds", "password", "two"))
+	n.step(podworker.DefaultResyncPeriod)
+	if got := n.file(pod, "secret", "sec", "password"); got != "two" {
+		t.Fatalf("secret file %q a resync period after an unreported change, want two", got)
+	}
+	if got := n.synced(pod.UID) - before; got != 1 {
+		t.Fatalf("%d syncs of the pod with volumes in a resync period, want 1", got)
+	}
+	if got := n.synced(plain.UID) - plainBefore; got != 0 {
+		t.Fatalf("%d syncs of a steady pod without such volumes, want none", got)
+	}
+}
+
+// A remount that failed (a required Secret deleted) is not a failed sync
+// and leaves the volume as it was; the pod is resynced after the resync
+// period, which writes the Secret back once it returns, and is steady
+// again after that.
+func TestFailedRemountRetriedAtResync(t *testing.T) {
+	n := newVolumeNode(t, nil)
+	n.objects.SetSecret(secret("creds", "password", "one"))
+	n.objects.SetConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "settings"}})
+	pod := volumesPod("failing")
+	if err := n.workers.Upsert(pod); err != nil {
+		t.Fatal(err)
+	}
+	n.runUntil("running", pod.UID, running)
+	n.objects.DeleteSecret("shop", "creds")
+	n.workers.ResyncReferencing(podworker.ObjectRef{Kind: podworker.KindSecret, Namespace: "shop", Name: "creds"})
+	n.step(time.Second)
+	st, _ := n.workers.Status(pod.UID)
+	if st.Result.RemountError == nil || st.Result.Error() != nil {
+		t.Fatalf("remount error %v, sync error %v; want only a remount error", st.Result.RemountError, st.Result.Error())
+	}
+	if got := n.file(pod, "secret", "sec", "password"); got != "one" {
+		t.Fatalf("secret file %q after a failed remount, want the last written", got)
+	}
+	n.objects.SetSecret(secret("creds", "password", "back"))
+	n.step(podworker.DefaultResyncPeriod)
+	if got := n.file(pod, "secret", "sec", "password"); got != "back" {
+		t.Fatalf("secret file %q a resync period after a failed remount, want back", got)
+	}
+	// Then steady again.
+	before := n.synced(pod.UID)
+	n.step(3 * podworker.DefaultResyncPeriod)
+	if got := n.synced(pod.UID) - before; got != 0 {
+		t.Fatalf("%d syncs after the remount succeeded, want none", got)
 	}
 }

@@ -93,6 +93,8 @@ type options struct {
 	hostIPs      []string
 	jitter       func(time.Duration) time.Duration
 	cgroups      PodCgroups
+
+	periodicRemount bool // WithPeriodicRemount (refresh.go)
 }
 
 // PodCgroups makes each pod's cgroup before its sandbox, removes it once
@@ -904,11 +906,14 @@ func (w *Workers) steady(p *worker) bool {
 	w.mu.Lock()
 	st, terminating := p.state, p.terminating
 	w.mu.Unlock()
-	if terminating || st.Err != nil || !st.NextSync.IsZero() || st.Result.Error() != nil || len(st.Result.Results) > 0 || st.Result.RemountError != nil {
+	if terminating || st.Err != nil || !st.NextSync.IsZero() || st.Result.Error() != nil || len(st.Result.Results) > 0 {
 		return false
 	}
 	if st.Pod == nil || st.Pod.Spec.ActiveDeadlineSeconds != nil {
 		return false
+	}
+	if st.Result.RemountError != nil || w.o.periodicRemount && hasRemountVolume(st.Pod) {
+		return false // volumes to set up again (refresh.go)
 	}
 	return w.reasons.ResizeFor(p.uid) == nil
 }
