@@ -64,7 +64,13 @@
 //     podsync.WithEnvResolver (apiobjects.Env) in that case. Volumes,
 //     pull secrets, probes and pod cgroups come from the Syncer's and
 //     Workers' options (podsync.WithVolumes, podworker.WithPullSecrets,
-//     WithProbes, WithPodCgroups), as in examples/nodeagent.
+//     WithProbes, WithPodCgroups), as in examples/nodeagent. A running
+//     pod's Secret, ConfigMap and projected volumes follow their objects
+//     when the caller wakes the pods that refer to a changed one
+//     (Workers().ResyncReferencing, as examples/nodeagent does from its
+//     watches) or asks for kubelet's periodic rewrite
+//     (podworker.WithPeriodicRemount); label and annotation changes reach
+//     downward API volumes through UpdatePod.
 //   - Orphans: VK's deleteDanglingPods only sees pods the provider holds;
 //     pods an earlier process left on the runtime go by garbage collection
 //     once the caller calls SourcesReady, as kubelet after its sources are
