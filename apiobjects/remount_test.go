@@ -3,6 +3,8 @@ package apiobjects
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -44,6 +46,23 @@ func TestRemountVolumesFollowObjectsAndPod(t *testing.T) {
 		t.Fatalf("first setup: %s", got)
 	}
 
+	// Nothing changed: nothing is rewritten (..data still names the same
+	// timestamped directory).
+	data := func() string {
+		l, err := os.Readlink(filepath.Join(vols["sec"].HostPath, "..data"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	first := data()
+	if _, err := v.RemountVolumes(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if data() != first {
+		t.Fatal("an unchanged payload was written again")
+	}
+
 	src.put(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}, Data: map[string][]byte{"k": []byte("v2")}})
 	src.put(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "later"}, Data: map[string][]byte{"new": []byte("here")}})
 	src.put(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}, Data: map[string]string{"a": "2", "b": "3"}})
@@ -52,6 +71,9 @@ func TestRemountVolumesFollowObjectsAndPod(t *testing.T) {
 	at, err := v.RemountVolumes(context.Background(), pod)
 	if err != nil || !at.IsZero() {
 		t.Fatalf("RemountVolumes: %v, %v", at, err)
+	}
+	if data() == first {
+		t.Fatal("a changed payload did not swap ..data")
 	}
 	if got := read("sec") + read("opt") + read("labels") + read("proj"); got != `map[k:v2]map[new:here]map[labels:app="web"
 tier="front"]map[a:2 b:3]` {
