@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/podstart/podstart/containerlogs"
@@ -99,5 +100,28 @@ func TestReadLogsDoesNotQuoteContent(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("the error quotes the file: %v", err)
+	}
+}
+
+// TestReadLogsFIFO: a FIFO at the live log path is refused with
+// ErrNotRegular at once, with and without follow; before, the open
+// waited for a writer whatever the context (the test's own timeout
+// catches a hang).
+func TestReadLogsFIFO(t *testing.T) {
+	t.Parallel()
+	logsDir := t.TempDir()
+	live := filepath.Join(logsDir, "0.log")
+	if err := syscall.Mkfifo(live, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, follow := range []bool{false, true} {
+		err := containerlogs.ReadLogs(context.Background(), live, "c1", containerlogs.LogOptions{Follow: follow}, nil, nil, nil)
+		if !errors.Is(err, containerlogs.ErrNotRegular) {
+			t.Errorf("ReadLogs (follow %v) of a FIFO = %v, want ErrNotRegular", follow, err)
+		}
+		err = containerlogs.ReadLogsIn(context.Background(), logsDir, live, "c1", containerlogs.LogOptions{Follow: follow}, nil, nil, nil)
+		if !errors.Is(err, containerlogs.ErrNotRegular) {
+			t.Errorf("ReadLogsIn (follow %v) of a FIFO = %v, want ErrNotRegular", follow, err)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -118,7 +119,9 @@ func ReadLogsIn(ctx context.Context, logsDir, path, containerID string, opts Log
 }
 
 // openLog opens rel beneath root for reading: what Lstat finds there must
-// be a regular file (a symlink is not followed).
+// be a regular file (a symlink is not followed), opened without blocking
+// (a FIFO put there after the Lstat does not wait for a writer) and, once
+// open, still that file.
 func openLog(root *os.Root, rel string) (*os.File, error) {
 	info, err := root.Lstat(rel)
 	if err != nil {
@@ -127,8 +130,22 @@ func openLog(root *os.Root, rel string) (*os.File, error) {
 	if !info.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w: %q is %v", ErrNotRegular, rel, info.Mode().Type())
 	}
-	return root.Open(rel)
+	if afterLstat != nil {
+		afterLstat(rel)
+	}
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || !os.SameFile(info, fi) {
+		f.Close()
+		return nil, fmt.Errorf("%w: %q changed while it was opened", ErrNotRegular, rel)
+	}
+	return f, nil
 }
+
+// afterLstat, if set (by tests), runs between openLog's Lstat and open.
+var afterLstat func(rel string)
 
 func (h *watchHub) readLogs(ctx context.Context, logsDir, path, containerID string, opts LogOptions, rt ContainerStatusReader, stdout, stderr io.Writer) error {
 	if opts.LimitBytes != nil && *opts.LimitBytes < 0 {
