@@ -117,6 +117,11 @@
 //     synchronously where kubelet starts a goroutine per pod.
 //   - PodUID requires a pod cgroup's parent to be one of the tiers;
 //     kubelet's IsPodCgroup checks only the name's length.
+//   - PodName refuses (ErrInvalidName) an empty pod UID and one that is
+//     no single path component ("/", "_" or NUL in it, "." or ".."),
+//     and every method that takes a Name refuses a component "." or ".."
+//     or with "/" or NUL: kubelet panics on "/" and "_" only, and a UID
+//     such as "x/../../.." would name the cgroup root.
 //   - The qosReserved memory limits of the tiers (alpha) are not
 //     supported.
 package cgroups

@@ -45,7 +45,8 @@ func Example() {
 		v, _ := tree.ReadFile(f)
 		fmt.Println(f, v)
 	}
-	systemd, _ := m.PodName(pod).Systemd()
+	n, _ := m.PodName(pod)
+	systemd, _ := n.Systemd()
 	fmt.Println("under systemd:", systemd)
 	if err := m.RemovePod(ctx, pod); err != nil {
 		panic(err)

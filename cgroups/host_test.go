@@ -102,7 +102,7 @@ func TestHostCgroups(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := criconfig.CgroupParent(p, criconfig.Node{CgroupRoot: root})
-		if got := m.PodName(p).Cgroupfs(); got != want {
+		if got := mustPodName(t, m, p).Cgroupfs(); got != want {
 			t.Errorf("pod cgroup %s, criconfig's parent %s", got, want)
 		}
 	}
@@ -131,30 +131,30 @@ func TestHostCgroups(t *testing.T) {
 		checks = []fv{
 			{"memory", m.Root(), "memory.max", kubepodsMem},
 			{"cpu", m.QOS().BestEffort, "cpu.weight", "1"},
-			{"cpu", m.PodName(g), "cpu.weight", "20"},
-			{"cpu", m.PodName(g), "cpu.max", "50000 100000"},
-			{"memory", m.PodName(g), "memory.max", "268435456"},
-			{"pids", m.PodName(g), "pids.max", "512"},
-			{"cpu", m.PodName(b), "cpu.max", "100000 100000"},
-			{"memory", m.PodName(b), "memory.max", "134217728"},
-			{"cpu", m.PodName(e), "cpu.weight", "1"},
-			{"memory", m.PodName(e), "memory.max", "max"},
+			{"cpu", mustPodName(t, m, g), "cpu.weight", "20"},
+			{"cpu", mustPodName(t, m, g), "cpu.max", "50000 100000"},
+			{"memory", mustPodName(t, m, g), "memory.max", "268435456"},
+			{"pids", mustPodName(t, m, g), "pids.max", "512"},
+			{"cpu", mustPodName(t, m, b), "cpu.max", "100000 100000"},
+			{"memory", mustPodName(t, m, b), "memory.max", "134217728"},
+			{"cpu", mustPodName(t, m, e), "cpu.weight", "1"},
+			{"memory", mustPodName(t, m, e), "memory.max", "max"},
 		}
 	} else {
 		checks = []fv{
 			{"memory", m.Root(), "memory.limit_in_bytes", kubepodsMem},
 			{"cpu", m.QOS().BestEffort, "cpu.shares", "2"},
-			{"cpu", m.PodName(g), "cpu.shares", "512"},
-			{"cpu", m.PodName(g), "cpu.cfs_quota_us", "50000"},
-			{"cpu", m.PodName(g), "cpu.cfs_period_us", "100000"},
-			{"memory", m.PodName(g), "memory.limit_in_bytes", "268435456"},
-			{"pids", m.PodName(g), "pids.max", "512"},
-			{"cpu", m.PodName(b), "cpu.shares", "256"},
-			{"cpu", m.PodName(b), "cpu.cfs_quota_us", "100000"},
-			{"memory", m.PodName(b), "memory.limit_in_bytes", "134217728"},
-			{"cpu", m.PodName(e), "cpu.shares", "2"},
-			{"cpu", m.PodName(e), "cpu.cfs_quota_us", "-1"},
-			{"pids", m.PodName(e), "pids.max", "512"},
+			{"cpu", mustPodName(t, m, g), "cpu.shares", "512"},
+			{"cpu", mustPodName(t, m, g), "cpu.cfs_quota_us", "50000"},
+			{"cpu", mustPodName(t, m, g), "cpu.cfs_period_us", "100000"},
+			{"memory", mustPodName(t, m, g), "memory.limit_in_bytes", "268435456"},
+			{"pids", mustPodName(t, m, g), "pids.max", "512"},
+			{"cpu", mustPodName(t, m, b), "cpu.shares", "256"},
+			{"cpu", mustPodName(t, m, b), "cpu.cfs_quota_us", "100000"},
+			{"memory", mustPodName(t, m, b), "memory.limit_in_bytes", "134217728"},
+			{"cpu", mustPodName(t, m, e), "cpu.shares", "2"},
+			{"cpu", mustPodName(t, m, e), "cpu.cfs_quota_us", "-1"},
+			{"pids", mustPodName(t, m, e), "pids.max", "512"},
 		}
 	}
 	for _, c := range checks {
@@ -164,7 +164,7 @@ func TestHostCgroups(t *testing.T) {
 	}
 
 	// kubelet's reading of g's cgroup.
-	rc, err := m.CgroupConfig(ctx, m.PodName(g))
+	rc, err := m.CgroupConfig(ctx, mustPodName(t, m, g))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestHostCgroups(t *testing.T) {
 	if *rc.CPUShares != wantShares || *rc.CPUQuota != 50000 || *rc.CPUPeriod != 100000 || *rc.Memory != 256<<20 {
 		t.Errorf("CgroupConfig of g = shares %d quota %d period %d memory %d", *rc.CPUShares, *rc.CPUQuota, *rc.CPUPeriod, *rc.Memory)
 	}
-	if u, err := m.MemoryUsage(ctx, m.PodName(g)); err != nil || u < 0 {
+	if u, err := m.MemoryUsage(ctx, mustPodName(t, m, g)); err != nil || u < 0 {
 		t.Errorf("MemoryUsage of g = %d, %v", u, err)
 	}
 
@@ -194,10 +194,10 @@ func TestHostCgroups(t *testing.T) {
 	if tree.V2 {
 		memFile, quotaFile, quotaWant = "memory.max", "cpu.max", "200000 100000"
 	}
-	if got := read("memory", m.PodName(b), memFile); got != "268435456" {
+	if got := read("memory", mustPodName(t, m, b), memFile); got != "268435456" {
 		t.Errorf("resized memory limit = %s", got)
 	}
-	if got := read("cpu", m.PodName(b), quotaFile); got != quotaWant {
+	if got := read("cpu", mustPodName(t, m, b), quotaFile); got != quotaWant {
 		t.Errorf("resized quota = %s", got)
 	}
 
@@ -209,7 +209,7 @@ func TestHostCgroups(t *testing.T) {
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	for _, d := range mustDirs(t, m, m.PodName(g)) {
+	for _, d := range mustDirs(t, m, mustPodName(t, m, g)) {
 		if strings.HasPrefix(d, "systemd/") {
 			continue
 		}
@@ -217,13 +217,13 @@ func TestHostCgroups(t *testing.T) {
 			t.Fatalf("attach %d to %s: %v", cmd.Process.Pid, d, err)
 		}
 	}
-	if pids, err := m.Pids(m.PodName(g)); err != nil || len(pids) != 1 || pids[0] != cmd.Process.Pid {
+	if pids, err := m.Pids(mustPodName(t, m, g)); err != nil || len(pids) != 1 || pids[0] != cmd.Process.Pid {
 		t.Fatalf("Pids = %v, %v; want [%d]", pids, err, cmd.Process.Pid)
 	}
 	// On a hybrid host runc makes the cgroup in the unified mount too.
 	var unified []string
 	if tree.Unified != "" {
-		p := strings.TrimPrefix(m.PodName(g).Cgroupfs(), "/")
+		p := strings.TrimPrefix(mustPodName(t, m, g).Cgroupfs(), "/")
 		for _, d := range strings.Split(p, "/") {
 			unified = append(unified, d)
 			if err := tree.FS.Mkdir(path.Join(append([]string{tree.Unified}, unified...)...)); err != nil {
@@ -246,7 +246,7 @@ func TestHostCgroups(t *testing.T) {
 	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Errorf("sleep ended with %v, want killed by SIGKILL", err)
 	}
-	if ok, err := m.Exists(m.PodName(g)); ok || err != nil {
+	if ok, err := m.Exists(mustPodName(t, m, g)); ok || err != nil {
 		t.Errorf("g's cgroup exists after RemovePod: %v, %v", ok, err)
 	}
 

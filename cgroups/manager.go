@@ -216,8 +216,9 @@ func (m *Manager) Root() Name { return m.root }
 // QOS returns the names of the QoS tiers.
 func (m *Manager) QOS() QOSNames { return m.qos }
 
-// PodName is the pod's cgroup (see PodName).
-func (m *Manager) PodName(pod *corev1.Pod) Name { return PodName(m.root, pod) }
+// PodName is the pod's cgroup (see PodName): ErrInvalidName for a UID
+// that is no single path component.
+func (m *Manager) PodName(pod *corev1.Pod) (Name, error) { return PodName(m.root, pod) }
 
 // PodResourceConfig is what EnsurePod writes to the pod's cgroup:
 // ResourceConfigForPod with the node's settings, the pod PIDs limit, and
@@ -258,6 +259,9 @@ func (m *Manager) tiered() bool {
 // rel is the path of the cgroup n in a hierarchy under the node's
 // driver (its cgroupfs or systemd form), without the leading "/".
 func (m *Manager) rel(n Name) (string, error) {
+	if err := n.check(); err != nil {
+		return "", err
+	}
 	p := n.Cgroupfs()
 	if m.sd != nil {
 		var err error
@@ -699,7 +703,10 @@ func (m *Manager) EnsurePod(ctx context.Context, pod *corev1.Pod) error {
 	if !m.perQOS() {
 		return nil
 	}
-	n := m.PodName(pod)
+	n, err := m.PodName(pod)
+	if err != nil {
+		return err
+	}
 	ok, err := m.Exists(n)
 	if err != nil || ok {
 		return err
@@ -723,6 +730,10 @@ func (m *Manager) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
 	if !m.perQOS() {
 		return nil
 	}
+	n, err := m.PodName(pod)
+	if err != nil {
+		return err
+	}
 	rc := m.PodResourceConfig(pod)
 	upd := ResourceConfig{CPUShares: rc.CPUShares, CPUQuota: rc.CPUQuota, CPUPeriod: rc.CPUPeriod, Memory: rc.Memory, Unified: rc.Unified}
 	want := upd
@@ -732,11 +743,11 @@ func (m *Manager) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
 			want = w
 		}
 	}
-	if cur, err := m.CgroupConfig(ctx, m.PodName(pod)); err == nil && sameValues(cur, want) {
+	if cur, err := m.CgroupConfig(ctx, n); err == nil && sameValues(cur, want) {
 		return nil // as kubelet, which compares before it writes
 	}
-	if err := m.apply(ctx, m.PodName(pod), upd); err != nil {
-		return fmt.Errorf("cgroups: resize %s: %w", m.display(m.PodName(pod)), err)
+	if err := m.apply(ctx, n, upd); err != nil {
+		return fmt.Errorf("cgroups: resize %s: %w", m.display(n), err)
 	}
 	return nil
 }
@@ -747,7 +758,11 @@ func (m *Manager) RemovePod(ctx context.Context, pod *corev1.Pod) error {
 	if !m.perQOS() {
 		return nil
 	}
-	return m.Destroy(ctx, m.PodName(pod))
+	n, err := m.PodName(pod)
+	if err != nil {
+		return err
+	}
+	return m.Destroy(ctx, n)
 }
 
 // Pids lists the processes in the cgroup n and its descendants, in every

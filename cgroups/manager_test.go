@@ -328,7 +328,7 @@ func TestRemovePod(t *testing.T) {
 			if err := mfs.AddProcess(podDir, 7); err != nil {
 				t.Fatal(err)
 			}
-			if pids, err := m.Pids(m.PodName(pod)); err != nil || !slices.Equal(pids, []int{7, 42}) {
+			if pids, err := m.Pids(mustPodName(t, m, pod)); err != nil || !slices.Equal(pids, []int{7, 42}) {
 				t.Fatalf("Pids = %v, %v; want [7 42]", pids, err)
 			}
 			if err := m.RemovePod(ctx, pod); err != nil {

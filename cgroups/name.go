@@ -24,14 +24,36 @@ type Name []string
 
 // NewName appends components to base, refusing those kubelet's
 // NewCgroupName panics on: a "/" or "_" in a component ("_" is reserved
-// for the systemd driver's escaping of "-").
+// for the systemd driver's escaping of "-"). It also refuses what kubelet
+// lets through but would name another cgroup's path: a component "." or
+// "..", or one with a NUL byte.
 func NewName(base Name, components ...string) (Name, error) {
 	for _, c := range components {
-		if strings.ContainsAny(c, "/_") {
-			return nil, fmt.Errorf("%w: component %q", ErrInvalidName, c)
+		if err := checkComponent(c); err != nil {
+			return nil, err
 		}
 	}
 	return append(append(Name{}, base...), components...), nil
+}
+
+// checkComponent is NewName's check of one component.
+func checkComponent(c string) error {
+	if strings.ContainsAny(c, "/_\x00") || c == "." || c == ".." {
+		return fmt.Errorf("%w: component %q", ErrInvalidName, c)
+	}
+	return nil
+}
+
+// check refuses a name whose path would not be the cgroup it names: a
+// component with "/" or NUL, or "." or "..". Every method of a Manager
+// that reaches the file system or systemd checks its name with it.
+func (n Name) check() error {
+	for _, c := range n {
+		if strings.ContainsAny(c, "/\x00") || c == "." || c == ".." {
+			return fmt.Errorf("%w: component %q", ErrInvalidName, c)
+		}
+	}
+	return nil
 }
 
 // Cgroupfs is the name under the cgroupfs driver: "/kubepods/burstable".
@@ -45,6 +67,9 @@ func (n Name) Cgroupfs() string { return "/" + path.Join(n...) }
 func (n Name) Systemd() (string, error) {
 	if len(n) == 0 || len(n) == 1 && n[0] == "" {
 		return "/", nil
+	}
+	if err := n.check(); err != nil {
+		return "", err
 	}
 	var b strings.Builder
 	prefix := ""
@@ -60,10 +85,15 @@ func (n Name) Systemd() (string, error) {
 }
 
 // Path is the name under driver ("cgroupfs", "" or "systemd"): the
-// cgroup's path from the root of a cgroup hierarchy.
+// cgroup's path from the root of a cgroup hierarchy. A name whose path
+// would be another cgroup's (a component "." or "..", or with "/" or NUL)
+// is refused with ErrInvalidName.
 func (n Name) Path(driver string) (string, error) {
 	if driver == DriverSystemd {
 		return n.Systemd()
+	}
+	if err := n.check(); err != nil {
+		return "", err
 	}
 	return n.Cgroupfs(), nil
 }
@@ -142,10 +172,19 @@ func (q QOSNames) For(class corev1.PodQOSClass) Name {
 
 // PodName is the pod's cgroup, kubelet's GetPodContainerName: pod<uid>
 // under its QoS tier under root. Its path under the node's driver equals
-// criconfig.CgroupParent, the parent the sandbox is created with.
-func PodName(root Name, pod *corev1.Pod) Name {
-	n := QOS(root).For(criconfig.QOSClass(pod))
-	return append(n, podPrefix+string(pod.UID))
+// criconfig.CgroupParent, the parent the sandbox is created with. A UID
+// NewName would refuse as a component (a "/", "_" or NUL in it, "." or
+// "..") and an empty UID are refused with ErrInvalidName: "x/../../.."
+// would otherwise name the cgroup root.
+func PodName(root Name, pod *corev1.Pod) (Name, error) {
+	uid := string(pod.UID)
+	if uid == "" {
+		return nil, fmt.Errorf("%w: pod %s/%s has no UID", ErrInvalidName, pod.Namespace, pod.Name)
+	}
+	if err := checkComponent(uid); err != nil {
+		return nil, fmt.Errorf("pod %s/%s UID: %w", pod.Namespace, pod.Name, err)
+	}
+	return NewName(QOS(root).For(criconfig.QOSClass(pod)), podPrefix+uid)
 }
 
 // PodUID is kubelet's IsPodCgroup: the UID of a pod cgroup name, a direct

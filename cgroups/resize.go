@@ -56,7 +56,11 @@ func (m *Manager) readUint(controller string, n Name, name string) (uint64, erro
 // PodCgroupConfig is CgroupConfig of the pod's cgroup (kubelet's
 // GetPodCgroupConfig for CPU and memory).
 func (m *Manager) PodCgroupConfig(ctx context.Context, pod *corev1.Pod) (ResourceConfig, error) {
-	return m.CgroupConfig(ctx, m.PodName(pod))
+	n, err := m.PodName(pod)
+	if err != nil {
+		return ResourceConfig{}, err
+	}
+	return m.CgroupConfig(ctx, n)
 }
 
 // CgroupConfig reads the CPU shares, CFS quota and period and memory
@@ -147,6 +151,10 @@ func (m *Manager) UpdatePodResource(ctx context.Context, pod *corev1.Pod, resour
 	if !m.perQOS() {
 		return nil
 	}
+	n, err := m.PodName(pod)
+	if err != nil {
+		return err
+	}
 	rc := m.PodResourceConfig(pod)
 	var upd ResourceConfig
 	switch resource {
@@ -164,8 +172,8 @@ func (m *Manager) UpdatePodResource(ctx context.Context, pod *corev1.Pod, resour
 	default:
 		return fmt.Errorf("cgroups: resize of %s: only cpu and memory are resized", resource)
 	}
-	if err := m.apply(ctx, m.PodName(pod), upd); err != nil {
-		return fmt.Errorf("cgroups: resize %s of %s: %w", resource, m.display(m.PodName(pod)), err)
+	if err := m.apply(ctx, n, upd); err != nil {
+		return fmt.Errorf("cgroups: resize %s of %s: %w", resource, m.display(n), err)
 	}
 	return nil
 }

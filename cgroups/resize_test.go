@@ -36,7 +36,7 @@ func TestResizeSteps(t *testing.T) {
 			}
 			read := func() ResourceConfig {
 				t.Helper()
-				rc, err := m.CgroupConfig(ctx, m.PodName(pod))
+				rc, err := m.CgroupConfig(ctx, mustPodName(t, m, pod))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -96,7 +96,7 @@ func TestResizeSteps(t *testing.T) {
 			if err := mfs.WriteFile(l.dir("memory", "/kubepods/burstable/podrs/"+usage), "4096"); err != nil {
 				t.Fatal(err)
 			}
-			if u, err := m.MemoryUsage(ctx, m.PodName(pod)); err != nil || u != 4096 {
+			if u, err := m.MemoryUsage(ctx, mustPodName(t, m, pod)); err != nil || u != 4096 {
 				t.Errorf("MemoryUsage = %d, %v; want 4096", u, err)
 			}
 		})
@@ -115,7 +115,7 @@ func TestCgroupConfigUnlimited(t *testing.T) {
 	if err := m.EnsurePod(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	rc, err := m.CgroupConfig(ctx, m.PodName(pod))
+	rc, err := m.CgroupConfig(ctx, mustPodName(t, m, pod))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -190,7 +190,7 @@ func TestPodNameIsCgroupParent(t *testing.T) {
 		for _, root := range []string{"", "/", "/custom", "/a/b-c"} {
 			node := criconfig.Node{CgroupDriver: driver, CgroupRoot: root}
 			for _, pod := range pods {
-				got, err := PodName(Root(root, true), pod).Path(driver)
+				got, err := mustName(t, Root(root, true), pod).Path(driver)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -200,10 +200,10 @@ func TestPodNameIsCgroupParent(t *testing.T) {
 			}
 		}
 	}
-	if got := PodName(Root("", true), pods[0]).Cgroupfs(); got != "/kubepods/pod1a2b-3c4d" {
+	if got := mustName(t, Root("", true), pods[0]).Cgroupfs(); got != "/kubepods/pod1a2b-3c4d" {
 		t.Errorf("guaranteed pod cgroup = %q", got)
 	}
-	if got, _ := PodName(Root("", true), pods[1]).Systemd(); got != "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod5e6f_7a8b.slice" {
+	if got, _ := mustName(t, Root("", true), pods[1]).Systemd(); got != "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod5e6f_7a8b.slice" {
 		t.Errorf("burstable pod systemd cgroup = %q", got)
 	}
 }

@@ -135,7 +135,13 @@
 //     which kubelet's API validation refuses and on which its reader
 //     panics, fails with ErrInvalidLogOptions. Errors wrap the os error
 //     (os.ErrNotExist) where kubelet formats it with %v; the texts are
-//     kubelet's.
+//     kubelet's, except that a first line in no log format is not quoted
+//     (it may be any file's content).
+//   - ReadLogs does not resolve symlinks (kubelet's EvalSymlinks): the
+//     live log is opened beneath its directory, ReadLogsIn's beneath the
+//     pod logs directory through an os.Root, as rotation opens it; a
+//     symlink, a FIFO or anything else that is no regular file there is
+//     refused with ErrNotRegular, and a FIFO is never waited on.
 //   - All file work is done through an os.Root opened on the pod logs
 //     directory: a log path outside it is refused with ErrOutsideLogsDir
 //     (kubelet rotates whatever path the runtime reports), symlinks never

@@ -256,13 +256,16 @@ func (m *Manager) check(ctx context.Context, r *rotator, id string) error {
 }
 
 // relative is path relative to the logs directory, or ErrOutsideLogsDir.
-func (m *Manager) relative(path string) (string, error) {
+func (m *Manager) relative(path string) (string, error) { return relativeTo(m.dir, path) }
+
+// relativeTo is path relative to dir, or ErrOutsideLogsDir.
+func relativeTo(dir, path string) (string, error) {
 	if !filepath.IsAbs(path) {
 		return "", fmt.Errorf("%w: %q is not absolute", ErrOutsideLogsDir, path)
 	}
-	rel, err := filepath.Rel(m.dir, path)
+	rel, err := filepath.Rel(dir, path)
 	if err != nil || rel == "." || !filepath.IsLocal(rel) {
-		return "", fmt.Errorf("%w: %q is not under %q", ErrOutsideLogsDir, path, m.dir)
+		return "", fmt.Errorf("%w: %q is not under %q", ErrOutsideLogsDir, path, dir)
 	}
 	return rel, nil
 }

@@ -22,8 +22,8 @@ const (
 )
 
 // ErrUnsupportedLogFormat: the first line read is neither in the CRI log
-// format nor in Docker's JSON log format, so nothing is read. The error's
-// text names the line (kubelet's "unsupported log format: %q").
+// format nor in Docker's JSON log format, so nothing is read. Unlike
+// kubelet's "unsupported log format: %q", the error never quotes the line.
 var ErrUnsupportedLogFormat = errors.New("unsupported log format")
 
 // errUnexpectedStream: a Docker JSON line names a stream other than stdout
@@ -130,5 +130,6 @@ func detectFormat(raw []byte) (lineFormat, error) {
 	if ParseDockerJSONLine(raw, &l) == nil {
 		return ParseDockerJSONLine, nil
 	}
-	return nil, fmt.Errorf("%w: %q", ErrUnsupportedLogFormat, raw)
+	// The line is not quoted: it may be any file's content.
+	return nil, ErrUnsupportedLogFormat
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -93,21 +94,78 @@ func NewLogOptions(apiOpts *corev1.PodLogOptions, now time.Time) LogOptions {
 // container has stopped and its log is read to the end, and an error
 // matching ErrContextCancelled when ctx ends first. Writes are made one
 // line at a time from the reading goroutine: a slow writer slows the read.
+//
+// The file is opened beneath its directory without following a symlink
+// at path: one, or anything else that is no regular file (a FIFO, a
+// directory), is refused with ErrNotRegular, without waiting for a FIFO's
+// writer. ReadLogsIn also keeps the directories beneath the pod logs
+// directory, as the Manager's rotation does.
 func ReadLogs(ctx context.Context, path, containerID string, opts LogOptions, rt ContainerStatusReader, stdout, stderr io.Writer) error {
-	return defaultHub.readLogs(ctx, path, containerID, opts, rt, stdout, stderr)
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("failed to open log file %q: %w", path, err)
+	}
+	return ReadLogsIn(ctx, filepath.Dir(abs), abs, containerID, opts, rt, stdout, stderr)
 }
 
-func (h *watchHub) readLogs(ctx context.Context, path, containerID string, opts LogOptions, rt ContainerStatusReader, stdout, stderr io.Writer) error {
+// ReadLogsIn is ReadLogs of a log under logsDir (the pod logs directory,
+// as WithPodLogsDir): a path outside it is refused with
+// ErrOutsideLogsDir, and the file is opened through an os.Root on
+// logsDir, as the Manager's rotation opens it, so that a symlink never
+// leads out of logsDir and the live log must be a regular file
+// (ErrNotRegular).
+func ReadLogsIn(ctx context.Context, logsDir, path, containerID string, opts LogOptions, rt ContainerStatusReader, stdout, stderr io.Writer) error {
+	return defaultHub.readLogs(ctx, logsDir, path, containerID, opts, rt, stdout, stderr)
+}
+
+// openLog opens rel beneath root for reading: what Lstat finds there must
+// be a regular file (a symlink is not followed), opened without blocking
+// (a FIFO put there after the Lstat does not wait for a writer) and, once
+// open, still that file.
+func openLog(root *os.Root, rel string) (*os.File, error) {
+	info, err := root.Lstat(rel)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %q is %v", ErrNotRegular, rel, info.Mode().Type())
+	}
+	if afterLstat != nil {
+		afterLstat(rel)
+	}
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || !os.SameFile(info, fi) {
+		f.Close()
+		return nil, fmt.Errorf("%w: %q changed while it was opened", ErrNotRegular, rel)
+	}
+	return f, nil
+}
+
+// afterLstat, if set (by tests), runs between openLog's Lstat and open.
+var afterLstat func(rel string)
+
+func (h *watchHub) readLogs(ctx context.Context, logsDir, path, containerID string, opts LogOptions, rt ContainerStatusReader, stdout, stderr io.Writer) error {
 	if opts.LimitBytes != nil && *opts.LimitBytes < 0 {
 		return fmt.Errorf("%w: limitBytes %d is negative", ErrInvalidLogOptions, *opts.LimitBytes)
 	}
 	log := logr.FromContextOrDiscard(ctx)
-	resolved, err := filepath.EvalSymlinks(path)
+	rel, err := relativeTo(logsDir, path)
 	if err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(logsDir)
+	if err != nil {
+		return fmt.Errorf("failed to open log file %q: %w", path, err)
+	}
+	defer root.Close()
+	f, err := openLog(root, rel)
+	if errors.Is(err, os.ErrNotExist) {
+		// kubelet's text: its EvalSymlinks is the first to find it missing.
 		return fmt.Errorf("failed to try resolving symlinks in path %q: %w", path, err)
 	}
-	path = resolved
-	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("failed to open log file %q: %w", path, err)
 	}
@@ -170,7 +228,7 @@ func (h *watchHub) readLogs(ctx context.Context, path, containerID string, opts 
 				r.Reset(f)
 				if reopen {
 					reopen = false
-					nf, err := os.Open(path)
+					nf, err := openLog(root, rel)
 					if err != nil {
 						if errors.Is(err, os.ErrNotExist) {
 							continue

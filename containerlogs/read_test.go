@@ -84,7 +84,7 @@ func TestReadLogs(t *testing.T) {
 		{name: "extra tags", log: "2026-11-26T17:00:05Z stdout P:x a\n2026-11-26T17:00:05Z stdout F:y b\n", want: "ab\n"},
 		{name: "unknown tag is full", log: "2026-11-26T17:00:05Z stdout Q a\n2026-11-26T17:00:05Z stdout P b\n", want: "a\nb"},
 		{name: "first line decides format", log: "garbage\n" + criLog, wantErr: containerlogs.ErrUnsupportedLogFormat,
-			wantErrMsg: `failed to get parse function: unsupported log format: "garbage\n"`},
+			wantErrMsg: `failed to get parse function: unsupported log format`},
 		{name: "docker json", log: `{"log":"a\n","stream":"stdout","time":"2016-10-20T18:39:20.57606443Z"}` + "\n" +
 			`{"log":"b","stream":"stderr","time":"2016-10-20T18:39:21Z"}` + "\n" + `{"log":"c\n","stream":"stderr","time":"2016-10-20T18:39:22Z"}` + "\n",
 			opts: containerlogs.LogOptions{Timestamp: true},

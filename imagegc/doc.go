@@ -74,6 +74,10 @@
 //
 // # Differences from kubelet
 //
+//   - An image size the runtime reports as 2^63 bytes or more counts as
+//     math.MaxInt64 bytes, and the bytes freed in a pass saturate there;
+//     kubelet converts the CRI's uint64 to int64, so such a size wraps
+//     negative and its pass removes every unused image.
 //   - Pull records: kubelet calls PruneUnknownRecords only after a pass that
 //     found usage over the high threshold (and after DeleteUnusedImages),
 //     with the images its removal loop looked at and kept. That list leaves

@@ -258,7 +258,7 @@ func (m *Manager) detect(ctx context.Context, now time.Time) (*listing, error) {
 		if inUse[id] {
 			r.lastUsed = now
 		}
-		r.size = int64(img.GetSize())
+		r.size = clampInt64(img.GetSize()) // a size of 2^63 or more is no negative one
 		r.pinned = img.GetPinned() || m.isSandboxImage(img)
 	}
 	for id := range m.seen {
@@ -408,7 +408,7 @@ func (m *Manager) freeSpace(ctx context.Context, toFree int64, now time.Time, ca
 			errs = append(errs, err)
 			continue
 		}
-		freed += c.size
+		freed = addSaturated(freed, c.size)
 		if freed >= toFree {
 			break
 		}
@@ -554,6 +554,14 @@ func percentOf(a, b int64) int {
 // share is c×pct/100 (integer division), without overflow.
 func share(c int64, pct int) int64 {
 	return c/100*int64(pct) + c%100*int64(pct)/100
+}
+
+// addSaturated is a+b for a, b ≥ 0, math.MaxInt64 where it would overflow.
+func addSaturated(a, b int64) int64 {
+	if b > math.MaxInt64-a {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 func clampInt64(v uint64) int64 {

@@ -1,6 +1,7 @@
 package nodeapi
 
 import (
+	"container/list"
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
@@ -348,22 +349,34 @@ const maxCached = 4096
 
 // ttlCache keeps answers until they expire, at most maxCached of them:
 // when full, the expired go first, then the entry nearest its expiry.
+// Entries are kept in one list per TTL, each in expiry order, so that a
+// miss's eviction looks at the lists' fronts only: O(1) for the one or
+// two TTLs a cache has, where a scan of every entry under the lock made
+// each miss of a full cache serialise the node API for a while.
 type ttlCache[V any] struct {
-	mu sync.Mutex
-	m  map[string]ttlEntry[V]
+	mu    sync.Mutex
+	m     map[string]*list.Element // of *ttlEntry[V]
+	byTTL map[time.Duration]*list.List
 }
 
 type ttlEntry[V any] struct {
+	key     string
 	v       V
 	expires time.Time
+	in      *list.List
 }
 
 func (c *ttlCache[V]) get(key string, now time.Time) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.m[key]
-	if !ok || now.After(e.expires) {
-		delete(c.m, key)
+	el, ok := c.m[key]
+	if !ok {
+		var zero V
+		return zero, false
+	}
+	e := el.Value.(*ttlEntry[V])
+	if now.After(e.expires) {
+		c.remove(el)
 		var zero V
 		return zero, false
 	}
@@ -374,20 +387,51 @@ func (c *ttlCache[V]) put(key string, v V, now, expires time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = map[string]ttlEntry[V]{}
+		c.m = map[string]*list.Element{}
+		c.byTTL = map[time.Duration]*list.List{}
 	}
-	if _, ok := c.m[key]; !ok && len(c.m) >= maxCached {
-		var soonest string
-		for k, e := range c.m {
-			if now.After(e.expires) {
-				delete(c.m, k)
-			} else if soonest == "" || e.expires.Before(c.m[soonest].expires) {
-				soonest = k
+	if el, ok := c.m[key]; ok {
+		c.remove(el)
+	}
+	if len(c.m) >= maxCached {
+		// The expired first: each list's front ones.
+		for _, l := range c.byTTL {
+			for l.Len() > 0 && now.After(l.Front().Value.(*ttlEntry[V]).expires) {
+				c.remove(l.Front())
 			}
 		}
 		if len(c.m) >= maxCached {
-			delete(c.m, soonest)
+			var soonest *list.Element
+			for _, l := range c.byTTL {
+				if f := l.Front(); f != nil && (soonest == nil || f.Value.(*ttlEntry[V]).expires.Before(soonest.Value.(*ttlEntry[V]).expires)) {
+					soonest = f
+				}
+			}
+			c.remove(soonest)
 		}
 	}
-	c.m[key] = ttlEntry[V]{v: v, expires: expires}
+	ttl := expires.Sub(now)
+	l := c.byTTL[ttl]
+	if l == nil {
+		l = list.New()
+		c.byTTL[ttl] = l
+	}
+	e := &ttlEntry[V]{key: key, v: v, expires: expires, in: l}
+	// In expiry order: at the back, unless the clock went back.
+	at := l.Back()
+	for at != nil && at.Value.(*ttlEntry[V]).expires.After(expires) {
+		at = at.Prev()
+	}
+	if at == nil {
+		c.m[key] = l.PushFront(e)
+	} else {
+		c.m[key] = l.InsertAfter(e, at)
+	}
+}
+
+// remove drops the entry el.
+func (c *ttlCache[V]) remove(el *list.Element) {
+	e := el.Value.(*ttlEntry[V])
+	e.in.Remove(el)
+	delete(c.m, e.key)
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,25 +105,48 @@ func New(c Config) (*Server, error) {
 		return nil, fmt.Errorf("%w: Pods and Runtime are required", ErrConfig)
 	}
 	s := &Server{c: c, mux: http.NewServeMux()}
-	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.HandleFunc("GET /healthz/{rest...}", s.healthz)
-	s.mux.HandleFunc("GET /pods", s.pods)
-	s.mux.HandleFunc("GET /pods/", s.pods)
-	s.mux.HandleFunc("GET /runningpods/", s.runningPods)
-	s.mux.HandleFunc("GET /stats/summary", s.summary)
-	s.mux.HandleFunc("GET /metrics/resource", s.metrics)
-	s.mux.HandleFunc("GET /containerLogs/{ns}/{pod}/{container}", s.containerLogs)
-	for _, m := range []string{"GET", "POST"} {
-		s.mux.HandleFunc(m+" /exec/{ns}/{pod}/{container}", s.exec)
-		s.mux.HandleFunc(m+" /exec/{ns}/{pod}/{uid}/{container}", s.exec)
-		s.mux.HandleFunc(m+" /attach/{ns}/{pod}/{container}", s.attach)
-		s.mux.HandleFunc(m+" /attach/{ns}/{pod}/{uid}/{container}", s.attach)
-		s.mux.HandleFunc(m+" /portForward/{ns}/{pod}", s.portForward)
-		s.mux.HandleFunc(m+" /portForward/{ns}/{pod}/{uid}", s.portForward)
-	}
-	s.mux.HandleFunc("POST /run/{ns}/{pod}/{container}", s.run)
-	s.mux.HandleFunc("POST /run/{ns}/{pod}/{uid}/{container}", s.run)
+	// The methods of kubelet's routes: its go-restful routes answer any
+	// other method (HEAD included) 405; healthz and the metrics are plain
+	// handlers that serve every method.
+	s.route("/healthz", s.healthz)
+	s.route("/healthz/{rest...}", s.healthz)
+	s.route("/pods", s.pods, http.MethodGet)
+	s.route("/pods/", s.pods, http.MethodGet)
+	s.route("/runningpods/", s.runningPods, http.MethodGet)
+	s.route("/stats/summary", s.summary, http.MethodGet, http.MethodPost)
+	s.route("/metrics/resource", s.metrics)
+	s.route("/containerLogs/{ns}/{pod}/{container}", s.containerLogs, http.MethodGet)
+	getPost := []string{http.MethodGet, http.MethodPost}
+	s.route("/exec/{ns}/{pod}/{container}", s.exec, getPost...)
+	s.route("/exec/{ns}/{pod}/{uid}/{container}", s.exec, getPost...)
+	s.route("/attach/{ns}/{pod}/{container}", s.attach, getPost...)
+	s.route("/attach/{ns}/{pod}/{uid}/{container}", s.attach, getPost...)
+	s.route("/portForward/{ns}/{pod}", s.portForward, getPost...)
+	s.route("/portForward/{ns}/{pod}/{uid}", s.portForward, getPost...)
+	s.route("/run/{ns}/{pod}/{container}", s.run, http.MethodPost)
+	s.route("/run/{ns}/{pod}/{uid}/{container}", s.run, http.MethodPost)
 	return s, nil
+}
+
+// route serves pattern with h for the methods given, or every method
+// if none. Another method is answered as kubelet's go-restful router
+// answers it: 405, the route's methods in Allow, and "405: Method Not
+// Allowed" (a HEAD is no GET: h does not run).
+func (s *Server) route(pattern string, h http.HandlerFunc, methods ...string) {
+	if len(methods) == 0 {
+		s.mux.HandleFunc(pattern, h)
+		return
+	}
+	allow := strings.Join(methods, ", ")
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if !slices.Contains(methods, r.Method) {
+			w.Header().Set("Allow", allow)
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			_, _ = w.Write([]byte("405: Method Not Allowed"))
+			return
+		}
+		h(w, r)
+	})
 }
 
 // ServeHTTP authenticates and authorizes the request as kubelet's filter

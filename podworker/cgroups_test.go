@@ -50,12 +50,12 @@ func TestPodCgroups(t *testing.T) {
 		}
 	}
 	e.waitFor("pods running", []types.UID{pod.UID, other.UID}, running)
-	dir := "memory" + m.PodName(pod).Cgroupfs()
+	dir := "memory" + podCgroup(t, m, pod)
 	// The sidecar and the two app containers run together: 48Mi.
 	if v, err := tree.ReadFile(dir + "/memory.limit_in_bytes"); err != nil || v != "50331648" || dir != "memory/kubepods/poduid-limited" {
 		t.Errorf("%s/memory.limit_in_bytes = %q, %v; want the Guaranteed pod's 48Mi", dir, v, err)
 	}
-	if !tree.Exists("cpu" + m.PodName(other).Cgroupfs()) {
+	if !tree.Exists("cpu" + podCgroup(t, m, other)) {
 		t.Errorf("no cgroup for %s", other.Name)
 	}
 
@@ -74,7 +74,7 @@ func TestPodCgroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitFor("pod removed", []types.UID{pod.UID}, removed)
-	if tree.Exists(dir) || tree.Exists("cpu"+m.PodName(pod).Cgroupfs()) {
+	if tree.Exists(dir) || tree.Exists("cpu"+podCgroup(t, m, pod)) {
 		t.Errorf("%s's cgroup left after its removal", pod.Name)
 	}
 	e.workers.Close()
@@ -87,7 +87,7 @@ func TestPodCgroups(t *testing.T) {
 	if err := w2.CollectGarbage(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if tree.Exists("cpu" + m.PodName(other).Cgroupfs()) {
+	if tree.Exists("cpu" + podCgroup(t, m, other)) {
 		t.Errorf("the orphan's cgroup was not swept")
 	}
 }
@@ -121,4 +121,14 @@ func (failingCgroups) PodCgroupConfig(context.Context, *corev1.Pod) (cgroups.Res
 }
 func (failingCgroups) RemoveOrphans(context.Context, func(types.UID) bool, func(types.UID) bool) ([]types.UID, error) {
 	return nil, nil
+}
+
+// podCgroup is the pod's cgroup under the cgroupfs driver.
+func podCgroup(t *testing.T, m *cgroups.Manager, pod *corev1.Pod) string {
+	t.Helper()
+	n, err := m.PodName(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n.Cgroupfs()
 }

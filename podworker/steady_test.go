@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/podstart/podstart/images"
@@ -25,6 +26,7 @@ type clocked struct {
 	t       *testing.T
 	clk     *testingclock.FakeClock
 	rt      *fake.Runtime
+	events  *countedEvents
 	workers *podworker.Workers
 	mu      sync.Mutex
 	syncs   map[types.UID]int
@@ -40,10 +42,11 @@ func newClocked(t *testing.T, opts ...podworker.Option) *clocked {
 func newClockedWith(t *testing.T, syncOpts func(*testingclock.FakeClock) []podsync.Option, opts ...podworker.Option) *clocked {
 	c := &clocked{t: t, clk: testingclock.NewFakeClock(time.Unix(1_000_000, 0)), syncs: map[types.UID]int{}, synced1: make(chan struct{}, 1)}
 	c.rt = fake.New(fake.WithClock(c.clk), fake.WithStartFunc(exitInits))
+	c.events = &countedEvents{Runtime: c.rt, handledOne: make(chan struct{}, 1)}
 	root := t.TempDir()
 	ims := images.NewManager(c.rt, images.WithClock(c.clk))
 	t.Cleanup(func() { ims.Close() })
-	syncer := podsync.NewSyncer(c.rt, ims, append([]podsync.Option{podsync.WithClock(c.clk), podsync.WithRootDir(root), podsync.WithPodLogsDir(root + "/logs")}, syncOptsOf(syncOpts, c.clk)...)...)
+	syncer := podsync.NewSyncer(c.events, ims, append([]podsync.Option{podsync.WithClock(c.clk), podsync.WithRootDir(root), podsync.WithPodLogsDir(root + "/logs")}, syncOptsOf(syncOpts, c.clk)...)...)
 	c.workers = podworker.New(syncer, append([]podworker.Option{podworker.WithClock(c.clk), podworker.WithJitter(func(d time.Duration) time.Duration { return d }),
 		podworker.WithOnSync(func(uid types.UID, _ podworker.PodState) {
 			c.mu.Lock()
@@ -63,6 +66,60 @@ func syncOptsOf(f func(*testingclock.FakeClock) []podsync.Option, clk *testingcl
 		return nil
 	}
 	return f(clk)
+}
+
+// countedEvents is the fake runtime with the container events the
+// Workers have handled counted: an event sent (fake's EventsSent) but not
+// yet handled is work WaitIdle cannot know of.
+type countedEvents struct {
+	*fake.Runtime
+	handled    atomic.Int64
+	handledOne chan struct{}
+}
+
+func (e *countedEvents) StreamContainerEvents(ctx context.Context, onEvent func(*runtimeapi.ContainerEventResponse)) error {
+	return e.Runtime.StreamContainerEvents(ctx, func(ev *runtimeapi.ContainerEventResponse) {
+		onEvent(ev)
+		e.handled.Add(1)
+		select {
+		case e.handledOne <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// settle waits until the Workers listen to the runtime's events, have
+// handled every event sent and are idle: the counted state a measurement
+// on the fake clock starts from, whatever the scheduler did.
+func (c *clocked) settle() {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		handled := c.events.handled.Load()
+		if err := c.workers.WaitIdle(ctx); err != nil {
+			c.t.Fatalf("WaitIdle at %v: %v", c.clk.Now(), err)
+		}
+		// Every event handled before WaitIdle began has asked for its
+		// relist, which WaitIdle waited for.
+		if c.rt.EventWatchers() > 0 && handled == int64(c.rt.EventsSent()) && handled == c.events.handled.Load() {
+			return
+		}
+		if c.rt.EventWatchers() == 0 {
+			// Not yet subscribed: its first events are what we wait for
+			// otherwise; poll the count without stepping the clock.
+			goruntime.Gosched()
+			if ctx.Err() != nil {
+				c.t.Fatal("the Workers never listened to the runtime's events")
+			}
+			continue
+		}
+		select {
+		case <-c.events.handledOne:
+		case <-ctx.Done():
+			c.t.Fatalf("%d of %d events handled", c.events.handled.Load(), c.rt.EventsSent())
+		}
+	}
 }
 
 // step advances the clock by d, a second at a time, letting the Workers
@@ -182,12 +239,15 @@ func TestEventedRelistPeriod(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newClocked(t, append([]podworker.Option{podworker.WithGC(0, podsync.DefaultGCPolicy)}, tc.opts...)...)
+			c.settle() // the event stream open: its opening is a change
 			pod := testPod("quiet")
 			if err := c.workers.Upsert(pod); err != nil {
 				t.Fatal(err)
 			}
 			c.runUntil("running", pod.UID, running)
+			c.settle() // the pod's start events handled
 			c.step(podworker.QuietAfter + time.Minute)
+			c.settle()
 			relists := func() int { return c.rt.CallCount("ListPodSandbox") }
 			before := relists()
 			c.step(5 * time.Minute)
@@ -216,6 +276,7 @@ func TestEventedRelistPeriod(t *testing.T) {
 					t.Fatal("exit not seen without a step of the clock")
 				}
 			}
+			c.settle() // the restart's events handled
 			before = relists()
 			c.step(podworker.QuietAfter)
 			if got := relists() - before; got < int(podworker.QuietAfter/time.Second)-2 {

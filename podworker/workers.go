@@ -306,8 +306,13 @@ func New(syncer *podsync.Syncer, opts ...Option) *Workers {
 		o.probes.AddListener(w.wake)
 	}
 	w.wg.Add(2)
-	go w.relistLoop()
-	go w.gcLoop()
+	// Both loops have armed their timers when New returns: a fake clock
+	// stepped at once finds them (and WaitIdle their due times).
+	armed := make(chan struct{}, 2)
+	go w.relistLoop(armed)
+	go w.gcLoop(armed)
+	<-armed
+	<-armed
 	if es, ok := rt.(runtime.ContainerEventStreamer); ok && !o.noEvents {
 		w.wg.Add(1)
 		go w.eventLoop(es)
@@ -665,7 +670,7 @@ func (w *Workers) armAt(t *clock.Timer, d time.Duration) time.Time {
 
 // relistLoop relists every relist period, the period counted from the end
 // of the last relist (kubelet's wait.Until), and when an event asks.
-func (w *Workers) relistLoop() {
+func (w *Workers) relistLoop(armed chan<- struct{}) {
 	defer w.wg.Done()
 	var t clock.Timer
 	var tick <-chan time.Time
@@ -684,6 +689,7 @@ func (w *Workers) relistLoop() {
 	w.mu.Lock()
 	arm()
 	w.mu.Unlock()
+	armed <- struct{}{}
 	defer func() {
 		if t != nil {
 			t.Stop()
@@ -713,9 +719,10 @@ func (w *Workers) relistLoop() {
 	}
 }
 
-func (w *Workers) gcLoop() {
+func (w *Workers) gcLoop(armed chan<- struct{}) {
 	defer w.wg.Done()
 	if w.o.gcPeriod <= 0 {
+		armed <- struct{}{}
 		<-w.ctx.Done()
 		return
 	}
@@ -723,6 +730,7 @@ func (w *Workers) gcLoop() {
 	w.mu.Lock()
 	w.gcAt = w.armAt(&t, w.o.gcPeriod)
 	w.mu.Unlock()
+	armed <- struct{}{}
 	defer t.Stop()
 	for {
 		select {

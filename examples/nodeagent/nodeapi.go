@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 
 	"github.com/podstart/podstart/containerlogs"
 	"github.com/podstart/podstart/nodeapi"
+	"github.com/podstart/podstart/podsync"
 )
 
 // NodeAPI is how the agent serves kubelet's node API (nodeapi): where, with
@@ -130,9 +132,17 @@ func (a *agent) resourceMetrics() nodeapi.ResourceMetrics {
 }
 
 // logReader reads container logs as kubelet's ReadLogs, asking the
-// runtime whether a followed container still runs.
+// runtime whether a followed container still runs. Only logs beneath the
+// pod logs directory are read, opened there as rotation opens them.
 func (a *agent) logReader() nodeapi.LogReader {
+	dir := a.PodLogsDir
+	if dir == "" {
+		dir = podsync.DefaultPodLogsDir
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
 	return func(ctx context.Context, path, containerID string, opts *corev1.PodLogOptions, stdout, stderr io.Writer) error {
-		return containerlogs.ReadLogs(ctx, path, containerID, containerlogs.NewLogOptions(opts, a.Clock.Now()), a.Runtime, stdout, stderr)
+		return containerlogs.ReadLogsIn(ctx, dir, path, containerID, containerlogs.NewLogOptions(opts, a.Clock.Now()), a.Runtime, stdout, stderr)
 	}
 }

@@ -53,9 +53,19 @@ func (r *Runtime) emit(c *container, typ runtimeapi.ContainerEventType) {
 	for _, ch := range r.watchers {
 		select {
 		case ch <- clone(ev):
+			r.eventsSent++
 		default:
 		}
 	}
+}
+
+// EventsSent is how many events were put in the watchers' streams (an
+// event counts once per watcher; one lost to a full stream does not), so
+// a test can wait until its subscriber has handled them all.
+func (r *Runtime) EventsSent() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.eventsSent
 }
 
 // EventWatchers is how many StreamContainerEvents calls are listening, so

@@ -46,6 +46,7 @@ type Runtime struct {
 
 	watchers         map[int]chan *runtimeapi.ContainerEventResponse
 	nextWatcher      int
+	eventsSent       int
 	lastStamp        int64
 	progressSteps    int
 	progressInterval time.Duration

@@ -213,7 +213,11 @@ func TestCgroupsPodName(t *testing.T) {
 		if driver == "systemd" {
 			want = kn.ToSystemd()
 		}
-		got, err := cgroups.PodName(cgroups.Root(root, true), pod).Path(driver)
+		n, err := cgroups.PodName(cgroups.Root(root, true), pod)
+		got := ""
+		if err == nil {
+			got, err = n.Path(driver)
+		}
 		if err != nil || got != want {
 			d.add("PodName(%s, root %q, %s) = %q, %v; kubelet %q", pod.UID, root, driver, got, err, want)
 		}

@@ -69,7 +69,11 @@ func TestPodCgroupsOnContainerd(t *testing.T) {
 	c := sleeper("app", e.openImage)
 	c.Resources = limits("32Mi")
 	pod := newPod(t, rt, "pod-cgroups", c)
-	memFile := filepath.Join(cgroups.DefaultRoot, "memory", m.PodName(pod).Cgroupfs(), "memory.limit_in_bytes")
+	podName, err := m.PodName(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	memFile := filepath.Join(cgroups.DefaultRoot, "memory", podName.Cgroupfs(), "memory.limit_in_bytes")
 	poll := func(what string, cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(50 * time.Millisecond) { // polling containerd and the cgroup files
@@ -96,9 +100,9 @@ func TestPodCgroupsOnContainerd(t *testing.T) {
 		t.Errorf("pod cgroup %s = %q, want 32Mi", memFile, got)
 	}
 	// The container's cgroup is under the pod's: its process is in the pod cgroup's tree.
-	pids, err := m.Pids(m.PodName(pod))
+	pids, err := m.Pids(podName)
 	if err != nil || len(pids) == 0 {
-		t.Errorf("no process in the pod cgroup %s: %v, %v", m.PodName(pod).Cgroupfs(), pids, err)
+		t.Errorf("no process in the pod cgroup %s: %v, %v", podName.Cgroupfs(), pids, err)
 	}
 
 	resized := pod.DeepCopy()
@@ -116,7 +120,7 @@ func TestPodCgroupsOnContainerd(t *testing.T) {
 		defer mu.Unlock()
 		return states[pod.UID].Removed
 	})
-	if ok, err := m.Exists(m.PodName(pod)); ok || err != nil {
+	if ok, err := m.Exists(podName); ok || err != nil {
 		t.Errorf("the pod cgroup is left after the pod: %v, %v", ok, err)
 	}
 }

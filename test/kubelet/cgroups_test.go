@@ -239,8 +239,10 @@ func (tr *tier) compareCgroups(cases []podCase, pods map[string]*corev1.Pod, k, 
 	for _, c := range cases {
 		kf, kok := k.pods[c.name]
 		pf, pok := p.pods[c.name]
-		if pod := pods[c.name]; pok && pod != nil && p.parents[c.name] != m.PodName(pod).Cgroupfs() {
-			t.Errorf("cgroups: %s: podstart's sandbox parent %q is not the pod cgroup the Manager made, %q", c.name, p.parents[c.name], m.PodName(pod).Cgroupfs())
+		if pod := pods[c.name]; pok && pod != nil {
+			if n, err := m.PodName(pod); err != nil || p.parents[c.name] != n.Cgroupfs() {
+				t.Errorf("cgroups: %s: podstart's sandbox parent %q is not the pod cgroup the Manager made, %q (%v)", c.name, p.parents[c.name], n.Cgroupfs(), err)
+			}
 		}
 		if !kok && !pok {
 			continue

@@ -191,6 +191,11 @@ func TestReadLogs(t *testing.T) {
 		var want, got output
 		o, e := want.writers(stream)
 		want.err = errText(kubeletlogs.ReadLogs(context.Background(), path, "", kubeletOptions(apiOpts, now), nil, o, e))
+		// A deliberate difference: podstart never quotes the file's
+		// first line (it may be any file's content).
+		if i := strings.Index(want.err, "unsupported log format: "); i >= 0 {
+			want.err = want.err[:i] + "unsupported log format"
+		}
 		o, e = got.writers(stream)
 		got.err = errText(containerlogs.ReadLogs(context.Background(), path, "", containerlogs.NewLogOptions(apiOpts, now), nil, o, e))
 		if want.stdout.Len()+want.stderr.Len() > 0 {
