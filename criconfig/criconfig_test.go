@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -475,9 +476,6 @@ func TestRefusals(t *testing.T) {
 		{"block volumes", "volumeDevices", func(p *corev1.Pod) {
 			p.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "b", DevicePath: "/dev/xvda"}}
 		}, false},
-		{"host process", "windowsOptions.hostProcess", func(p *corev1.Pod) {
-			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{HostProcess: ptr(true)}}
-		}, false},
 		{"apparmor without AppArmor", "appArmorProfile", func(p *corev1.Pod) {
 			p.Spec.SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}
 		}, true},
@@ -500,6 +498,37 @@ func TestRefusals(t *testing.T) {
 				t.Fatalf("container config error %v, want ErrUnsupported naming %s", cErr, tt.field)
 			}
 		})
+	}
+}
+
+// TestWindowsOptionsIgnoredOnLinux: kubelet v1.37.2 on Linux reads no
+// windowsOptions (generatePodSandboxWindowsConfig runs on Windows only):
+// the e2e suite's registry pod (a hostProcess container with hostNetwork,
+// no spec.os) gets the same sandbox and container configs as without them.
+// Found by the [Serial] image-pull conformance specs, whose registry pod
+// podstart refused.
+func TestWindowsOptionsIgnoredOnLinux(t *testing.T) {
+	plain := testPod(func(p *corev1.Pod) {
+		p.Spec.HostNetwork = true
+		p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsUser: ptr(int64(5123))}
+	})
+	win := plain.DeepCopy()
+	win.Spec.SecurityContext.WindowsOptions = &corev1.WindowsSecurityContextOptions{RunAsUserName: ptr("x"), HostProcess: ptr(true)}
+	win.Spec.Containers[0].SecurityContext.WindowsOptions = &corev1.WindowsSecurityContextOptions{RunAsUserName: ptr(`NT AUTHORITY\SYSTEM`), HostProcess: ptr(true)}
+	for _, p := range []*corev1.Pod{plain, win} {
+		if _, err := SandboxConfig(p, 0, node()); err != nil {
+			t.Fatalf("sandbox: %v", err)
+		}
+	}
+	wantSB, _ := SandboxConfig(plain, 0, node())
+	gotSB, _ := SandboxConfig(win, 0, node())
+	if gotSB.Windows != nil || !proto.Equal(gotSB, wantSB) {
+		t.Errorf("sandbox config with windowsOptions:\n%v\nwithout:\n%v", gotSB, wantSB)
+	}
+	got := containerConfig(t, win, ImageUser{}, node())
+	want := containerConfig(t, plain, ImageUser{}, node())
+	if got.Windows != nil || !proto.Equal(got, want) {
+		t.Errorf("container config with windowsOptions:\n%v\nwithout:\n%v", got, want)
 	}
 }
 
