@@ -460,6 +460,36 @@ func TestFieldRefValue(t *testing.T) {
 	}
 }
 
+// TestHostNetworkPodIPFieldRef: a host-network pod's status.podIP(s) are
+// the node's IPs (kubelet's GetNodeHostIPs: the first, then the first of
+// the other family), and refused as an unknown node fact when Node.HostIPs
+// is empty: never "". Found by the conformance spec "Downward API should
+// provide host IP and pod IP as an env var if pod uses host network".
+func TestHostNetworkPodIPFieldRef(t *testing.T) {
+	p := testPod(func(p *corev1.Pod) { p.Spec.HostNetwork = true })
+	c := &p.Spec.Containers[0]
+	ref := func(path string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}
+	}
+	n := node()
+	n.HostIPs = []string{"192.0.2.10", "192.0.2.11", "fd00::10", "fd00::11"}
+	for path, want := range map[string]string{"status.podIP": "192.0.2.10", "status.podIPs": "192.0.2.10,fd00::10", "status.hostIP": "192.0.2.10", "status.hostIPs": "192.0.2.10,fd00::10"} {
+		if got, ok, err := FieldRefValue(p, c, ref(path), nil, n); err != nil || !ok || got != want {
+			t.Errorf("%s = %q, %v, %v; want %q", path, got, ok, err, want)
+		}
+	}
+	// IPs the caller has (the runtime's, or SyncPod's) are kept.
+	if got, _, err := FieldRefValue(p, c, ref("status.podIP"), []string{"192.0.2.99"}, n); err != nil || got != "192.0.2.99" {
+		t.Errorf("status.podIP with the pod's IPs = %q, %v", got, err)
+	}
+	n.HostIPs = nil
+	for _, path := range []string{"status.podIP", "status.podIPs"} {
+		if got, _, err := FieldRefValue(p, c, ref(path), nil, n); !errors.Is(err, ErrUnknownNodeFact) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s without node IPs = %q, %v; want ErrUnknownNodeFact", path, got, err)
+		}
+	}
+}
+
 // TestRefusals: every setting on the Refusals list is refused with an
 // error that names it, never dropped.
 func TestRefusals(t *testing.T) {

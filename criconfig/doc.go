@@ -98,7 +98,9 @@
 // is refused with an error naming the field and the fact, matching
 // ErrUnknownNodeFact, never sent as "" or "0":
 //
-//   - env fieldRef status.hostIP and status.hostIPs without Node.HostIPs;
+//   - env fieldRef status.hostIP and status.hostIPs without Node.HostIPs,
+//     and status.podIP and status.podIPs of a host-network pod (whose IPs
+//     are the node's, one per family, as kubelet's GetNodeHostIPs);
 //   - env resourceFieldRef limits.cpu, limits.memory or
 //     limits.ephemeral-storage of a container without that limit, in a pod
 //     without a pod-level one, when Node.Allocatable lacks the resource;

@@ -583,3 +583,36 @@ func TestNoImageServiceSendsNoUser(t *testing.T) {
 		})
 	}
 }
+
+// A host-network pod's status.podIP(s) env values are the node's IPs, as
+// kubelet passes SyncPod its API status's IPs (the node's for such a pod,
+// one per family). (Unknown node IPs: criconfig's
+// TestHostNetworkPodIPFieldRef.) Found by the conformance spec "Downward API should provide host IP
+// and pod IP as an env var if pod uses host network [LinuxOnly]".
+func TestHostNetworkPodIPEnv(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hn", Namespace: "shop", UID: "uid-hn"},
+		Spec: corev1.PodSpec{HostNetwork: true, SecurityContext: &corev1.PodSecurityContext{}, Containers: []corev1.Container{{Name: "app", Image: "nginx:1",
+			Env: []corev1.EnvVar{
+				{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+				{Name: "POD_IPS", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIPs"}}},
+				{Name: "HOST_IPS", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIPs"}}},
+			}}}}}
+	t.Run("node IPs known", func(t *testing.T) {
+		h := newHarness(t, false, nil)
+		node := criconfig.Node{HostIPs: []string{"192.0.2.10", "192.0.2.11", "fd00::10"}, RootDir: h.root, PodLogsDir: filepath.Join(h.root, "logs")}
+		h.opts = append(h.opts, podsync.WithNode(node))
+		h.restart()
+		h.converge(pod, 3)
+		env := map[string]string{}
+		for _, c := range h.fake.Calls() {
+			if req, ok := c.Request.(*runtimeapi.CreateContainerRequest); ok {
+				for _, kv := range req.Config.Envs {
+					env[kv.Key] = string(kv.Value)
+				}
+			}
+		}
+		if env["POD_IP"] != "192.0.2.10" || env["POD_IPS"] != "192.0.2.10,fd00::10" || env["HOST_IPS"] != "192.0.2.10,fd00::10" {
+			t.Fatalf("env %v", env)
+		}
+	})
+}

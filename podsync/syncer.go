@@ -424,6 +424,13 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 			podIPs = ips
 		}
 	}
+	if pod.Spec.HostNetwork && len(podIPs) == 0 {
+		// Kubelet passes SyncPod its API status's IPs, which for a
+		// host-network pod are the node's (generateAPIPodStatus): env
+		// fieldRefs and hooks see them. Unknown node IPs leave none, and a
+		// fieldRef to them is refused (criconfig.ErrUnknownNodeFact).
+		podIPs = criconfig.NodeHostIPs(s.o.node.HostIPs)
+	}
 	podIP := ""
 	if len(podIPs) > 0 {
 		podIP = podIPs[0]
