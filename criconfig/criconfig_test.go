@@ -4,6 +4,7 @@ package criconfig
 
 import (
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -382,7 +383,7 @@ func TestDNSConfig(t *testing.T) {
 		{"ClusterFirst with dnsConfig overrides ndots", func(p *corev1.Pod) {
 			p.Spec.DNSConfig = &corev1.PodDNSConfig{Searches: []string{"extra.test"}, Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptr("3")}}}
 		}, nil, &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10"}, Searches: []string{"ns.svc.cluster.local", "svc.cluster.local", "cluster.local", "corp.test", "extra.test"}, Options: []string{"ndots:3"}}},
-		{"no resolv.conf: loopback", func(p *corev1.Pod) { p.Spec.DNSPolicy = corev1.DNSDefault }, func(n *Node) { n.ResolvConf, n.ResolvConfContent = "", nil },
+		{"no resolv.conf: loopback", func(p *corev1.Pod) { p.Spec.DNSPolicy = corev1.DNSDefault }, func(n *Node) { n.NoResolvConf, n.ResolvConfContent = true, nil },
 			&runtimeapi.DNSConfig{Servers: []string{"127.0.0.1"}, Searches: []string{"."}}},
 		{"more than three nameservers are cut", func(p *corev1.Pod) {
 			p.Spec.DNSPolicy = corev1.DNSNone
@@ -559,6 +560,41 @@ func TestWindowsOptionsIgnoredOnLinux(t *testing.T) {
 	want := containerConfig(t, plain, ImageUser{}, node())
 	if got.Windows != nil || !proto.Equal(got, want) {
 		t.Errorf("container config with windowsOptions:\n%v\nwithout:\n%v", got, want)
+	}
+}
+
+// TestResolvConfDefault: Node's zero ResolvConf is kubelet's default
+// --resolv-conf, /etc/resolv.conf, which FromHost reads; NoResolvConf is
+// --resolv-conf="". A ClusterFirst pod on a node without cluster DNS gets
+// the node's resolv.conf (kubelet's fallback to Default, with its
+// MissingClusterDNS warning), not "nameserver 127.0.0.1". Found by the
+// conformance run (a ClusterFirst pod on a node without cluster DNS).
+func TestResolvConfDefault(t *testing.T) {
+	if got := (Node{}).resolvConf(); got != DefaultResolvConf || DefaultResolvConf != "/etc/resolv.conf" {
+		t.Fatalf("zero Node's resolv.conf %q", got)
+	}
+	if got := (Node{ResolvConf: "/x", NoResolvConf: true}).resolvConf(); got != "" {
+		t.Fatalf("NoResolvConf: %q", got)
+	}
+	want, err := os.ReadFile(DefaultResolvConf)
+	if got := FromHost(Node{}).ResolvConfContent; (err == nil) != (got != nil) || string(got) != string(want) {
+		t.Fatalf("FromHost read %q, want %q (%v)", got, want, err)
+	}
+	p := testPod(nil) // ClusterFirst
+	n := Node{ResolvConfContent: []byte("nameserver 10.0.0.53\nsearch corp.test\n"), HostIPs: []string{"192.0.2.10"}}
+	if !MissingClusterDNS(p, n) {
+		t.Error("no MissingClusterDNS for a ClusterFirst pod without cluster DNS")
+	}
+	if got := DNSConfig(p, n); !slices.Equal(got.Servers, []string{"10.0.0.53"}) || !slices.Equal(got.Searches, []string{"corp.test"}) {
+		t.Errorf("ClusterFirst without cluster DNS: %v", got)
+	}
+	n.NoResolvConf = true
+	if got := DNSConfig(p, n); !slices.Equal(got.Servers, []string{"127.0.0.1"}) || !slices.Equal(got.Searches, []string{"."}) {
+		t.Errorf("ClusterFirst without cluster DNS nor resolv.conf: %v", got)
+	}
+	n.ClusterDNS = []string{"10.96.0.10"}
+	if MissingClusterDNS(p, n) || MissingClusterDNS(testPod(func(p *corev1.Pod) { p.Spec.DNSPolicy = corev1.DNSDefault }), Node{}) {
+		t.Error("MissingClusterDNS with cluster DNS, or for Default")
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -615,4 +616,46 @@ func TestHostNetworkPodIPEnv(t *testing.T) {
 			t.Fatalf("env %v", env)
 		}
 	})
+}
+
+// A ClusterFirst pod on a node given without cluster DNS nor resolv.conf
+// (WithNode's zero ResolvConf: kubelet's default /etc/resolv.conf) gets the
+// host's resolv.conf, and kubelet's MissingClusterDNS warnings (sandbox
+// creation, container start), not "nameserver 127.0.0.1". Found by the
+// conformance run: a ClusterFirst pod on a node without cluster DNS.
+func TestClusterFirstWithoutClusterDNSUsesHostResolvConf(t *testing.T) {
+	h := newHarness(t, false, nil)
+	h.opts = append(h.opts, podsync.WithNode(criconfig.Node{Name: "node1", HostIPs: []string{"192.0.2.10"}, RootDir: h.root, PodLogsDir: filepath.Join(h.root, "logs")}))
+	h.restart()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "dns", Namespace: "shop", UID: "uid-dns"},
+		Spec: corev1.PodSpec{DNSPolicy: corev1.DNSClusterFirst, SecurityContext: &corev1.PodSecurityContext{}, Containers: []corev1.Container{{Name: "app", Image: "nginx:1"}}}}
+	h.converge(pod, 3)
+	var cfg *runtimeapi.PodSandboxConfig
+	for _, c := range h.fake.Calls() {
+		if r, ok := c.Request.(*runtimeapi.RunPodSandboxRequest); ok {
+			cfg = r.Config
+		}
+	}
+	host, err := os.ReadFile(criconfig.DefaultResolvConf)
+	if err != nil {
+		t.Fatalf("this test reads the host's resolv.conf: %v", err)
+	}
+	want := criconfig.ParseResolvConf(host).Nameservers
+	if len(want) > 3 {
+		want = want[:3]
+	}
+	if cfg == nil || !slices.Equal(cfg.DnsConfig.Servers, want) {
+		t.Fatalf("sandbox DNS %v, want the host's nameservers %v", cfg.GetDnsConfig(), want)
+	}
+	n := 0
+	h.ev.mu.Lock()
+	for _, e := range h.ev.list {
+		if strings.HasPrefix(e, `MissingClusterDNS: pod: "dns_shop(uid-dns)". kubelet does not have ClusterDNS IP configured`) {
+			n++
+		}
+	}
+	h.ev.mu.Unlock()
+	if n != 2 {
+		t.Errorf("%d MissingClusterDNS events on the pod, want 2 (sandbox, container start): %v", n, h.ev.list)
+	}
 }
