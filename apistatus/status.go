@@ -229,6 +229,11 @@ func PodStatus(in Input) corev1.PodStatus {
 			s.Message = pod.Status.Message
 		}
 	}
+	// Kubelet's PodSyncHandlers: the active deadline handler fails a pod
+	// past its deadline (start time from the status last generated).
+	if PastActiveDeadline(pod, &old, now) {
+		s.Phase, s.Reason, s.Message = corev1.PodFailed, DeadlineExceeded, DeadlineExceededMessage
+	}
 	if (pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded) && s.Phase != pod.Status.Phase {
 		s.Phase = pod.Status.Phase // no transition out of a terminal phase
 	}

@@ -44,7 +44,14 @@
 //     could still do: it failed, did work, is being killed, has an active
 //     deadline, or has an in-place resize that could not be done. A pod
 //     whose last sync succeeded with nothing to do is not resynced (see
-//     below).
+//     below);
+//   - a pod with an active deadline is synced when it passes (kubelet
+//     checks every second): kubelet's active deadline handler then fails
+//     it (apistatus: Failed, DeadlineExceeded) and it is killed with its
+//     grace period and removed, its final status kept, as an evicted
+//     pod; a deadline set or lowered on a running pod counts from its
+//     start time. Kubelet's Normal DeadlineExceeded event is not emitted
+//     (podworker has no event recorder; the status says it).
 //
 // Deleting a pod kills it with kubelet's effective grace period
 // (podsync.EffectiveGracePeriod), then removes its containers, sandboxes,
