@@ -51,6 +51,7 @@ func TestConvertToAPIContainerStatusesForResources(t *testing.T) {
 		resources corev1.ResourceRequirements
 		allocated *corev1.ResourceRequirements // nil: resources
 		actual    *podsync.ContainerResources  // nil: from resources
+		actuated  *podsync.ResourceValues      // podsync's record of what was applied; nil: none
 		old       corev1.ContainerStatus
 		wantAlloc corev1.ResourceList
 		wantRes   *corev1.ResourceRequirements
@@ -93,6 +94,18 @@ func TestConvertToAPIContainerStatusesForResources(t *testing.T) {
 		{name: "resizing Pod", resources: *req(cpu1mem1st, cpu1mem1st), allocated: req(cpu2mem2st, cpu2mem2st),
 			old: corev1.ContainerStatus{State: running, Resources: req(cpu1mem1st, cpu1mem1st)}, wantAlloc: cpu2mem2st,
 			wantRes: req(cpu1mem1st, list("cpu", "1", "memory", "2Gi", "ephemeral-storage", "2Gi", "storage", "2Gi"))},
+		// Kubelet's toKubeContainerStatus takes the memory request from the
+		// actuated resources (CRI carries none): after an in-place resize
+		// of the memory request from 1Gi to 2Gi, applied, the status says
+		// 2Gi, not the last status's 1Gi. Found by the conformance specs
+		// "Pod InPlace Resize" (containerStatuses[].resources.requests.memory).
+		{name: "resized in place: memory request as actuated", resources: *req(cpu2mem2, cpu2mem2), allocated: req(cpu2mem2, cpu2mem2),
+			actuated: &podsync.ResourceValues{CPULimit: 2000, CPURequest: 2000, MemoryLimit: 2 << 30, MemoryRequest: 2 << 30},
+			old:      corev1.ContainerStatus{State: running, ContainerID: "containerd://ctr0", Resources: req(cpu2mem2, cpu1mem1)}, wantAlloc: cpu2mem2, wantRes: req(cpu2mem2, cpu2mem2)},
+		{name: "runtime reports nothing: memory request as actuated, the rest kept", resources: *req(cpu2mem2, cpu2mem2), allocated: req(cpu2mem2, cpu2mem2),
+			actual:   &podsync.ContainerResources{},
+			actuated: &podsync.ResourceValues{CPULimit: 1000, CPURequest: 1000, MemoryLimit: 1 << 30, MemoryRequest: 1 << 30},
+			old:      corev1.ContainerStatus{State: running, ContainerID: "containerd://ctr0", Resources: req(cpu2mem2, cpu2mem2)}, wantAlloc: cpu2mem2, wantRes: req(cpu2mem2, corev1.ResourceList{"cpu": resource.MustParse("2"), "memory": *resource.NewQuantity(1<<30, resource.BinarySI)})},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -114,6 +127,9 @@ func TestConvertToAPIContainerStatusesForResources(t *testing.T) {
 			old.Name, old.Image, old.ImageID = "ctr0", "img", "img1234"
 			rs := &podsync.PodStatus{ContainerStatuses: []*podsync.ContainerStatus{{ID: "ctr0", Name: "ctr0", Image: "img", ImageRef: "img1234",
 				State: state, StartedAt: genNow, FinishedAt: genNow, Resources: actual}}}
+			if c.actuated != nil {
+				rs.ActuatedResources = map[string]podsync.ResourceValues{"ctr0": *c.actuated}
+			}
 			s := apistatus.PodStatus(apistatus.Input{Pod: pod, Status: rs, Previous: &corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{old}}, Now: genNow})
 			got := s.ContainerStatuses[0]
 			if d := diff(c.wantAlloc, got.AllocatedResources); d != "" {
