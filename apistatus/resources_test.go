@@ -375,3 +375,37 @@ func TestPodLevelResourcesFromPodCgroup(t *testing.T) {
 		})
 	}
 }
+
+// A pod whose containers have all ended reports no pod cgroup value in
+// its pod-level Resources, even while its cgroup can still be read: the
+// status kubelet v1.37.2 leaves for it (5 of 5 such pods side by side with
+// kubelet and pod cgroups, issue 36) has the spec's pod-level values and
+// the containers' memory request, no limits from the cgroup. A Running pod
+// still reads them (TestPodLevelResourcesFromPodCgroup).
+func TestPodLevelResourcesEndedPodIgnoresCgroup(t *testing.T) {
+	t.Parallel()
+	u64 := func(v uint64) *uint64 { return &v }
+	i64 := func(v int64) *int64 { return &v }
+	for _, bestEffort := range []bool{true, false} {
+		pod := &corev1.Pod{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "once"}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		cg := cgroups.ResourceConfig{CPUShares: u64(2), CPUPeriod: u64(100000), CPUQuota: i64(-1), Memory: i64(9223372036854771712)}
+		if !bestEffort {
+			pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("16Mi")},
+				Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("16Mi")}}
+			cg = cgroups.ResourceConfig{CPUShares: u64(2), CPUPeriod: u64(100000), CPUQuota: i64(-1), Memory: i64(16 << 20)}
+		}
+		rs := &podsync.PodStatus{ContainerStatuses: []*podsync.ContainerStatus{{ID: "c1", Name: "once", State: podsync.ContainerStateExited, ExitCode: 137}}}
+		prev := &corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "once", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}
+		s := apistatus.PodStatus(apistatus.Input{Pod: pod, Status: rs, Previous: prev, PodCgroup: &cg})
+		if s.Phase != corev1.PodFailed {
+			t.Fatalf("phase %s, want Failed", s.Phase)
+		}
+		if s.Resources == nil || len(s.Resources.Limits) != 0 {
+			t.Errorf("best effort %v: pod-level resources %+v, want no limits", bestEffort, s.Resources)
+		}
+		if !bestEffort && s.Resources.Requests.Memory().Cmp(resource.MustParse("16Mi")) != 0 {
+			t.Errorf("memory request %s, want the container's 16Mi", s.Resources.Requests.Memory())
+		}
+	}
+}
