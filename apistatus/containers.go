@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -154,7 +155,11 @@ func (c *converter) statuses(previous []corev1.ContainerStatus, containers []cor
 			s.Started = &started
 		}
 		if spec := specs[cs.Name]; spec != nil {
-			s.Resources = statusResources(spec, s, cs, oldp)
+			var act *podsync.ResourceValues
+			if v, ok := c.rs.ActuatedResources[cs.Name]; ok {
+				act = &v
+			}
+			s.Resources = statusResources(spec, s, cs, oldp, act)
 			s.AllocatedResources = spec.Resources.Requests
 		}
 		// SupplementalGroupsPolicy (GA): the runtime's view of the user.
@@ -310,9 +315,13 @@ func rawID(id string) string {
 
 // statusResources is kubelet's convertContainerStatusResources: the spec's
 // resources (what was allocated), with the CPU and memory a running
-// instance reports in their place; a value it does not report keeps what
-// the last status said for the same running instance.
-func statusResources(spec *corev1.Container, s *corev1.ContainerStatus, cs *podsync.ContainerStatus, old *corev1.ContainerStatus) *corev1.ResourceRequirements {
+// instance has in their place; a value it does not have keeps what the
+// last status said for the same running instance. What the instance has
+// is kubelet's toKubeContainerStatus: the runtime's report (CPU, memory
+// limit), the memory request (which CRI does not carry) from the
+// resources last actuated (act, podsync's records: as started, or as
+// resized in place), and all four from them when the runtime reports none.
+func statusResources(spec *corev1.Container, s *corev1.ContainerStatus, cs *podsync.ContainerStatus, old *corev1.ContainerStatus, act *podsync.ResourceValues) *corev1.ResourceRequirements {
 	if cs.State != podsync.ContainerStateRunning {
 		return spec.Resources.DeepCopy()
 	}
@@ -329,6 +338,29 @@ func statusResources(spec *corev1.Container, s *corev1.ContainerStatus, cs *pods
 	}
 	res := spec.Resources.DeepCopy()
 	r := cs.Resources
+	var memRequest *resource.Quantity
+	if act != nil {
+		// Kubelet's actuated resources are quantities as the spec wrote
+		// them; podsync keeps their values: the spec's quantity stands
+		// for an equal value.
+		q := func(v int64, name corev1.ResourceName, from corev1.ResourceList, milli bool) *resource.Quantity {
+			if sq, ok := from[name]; ok && (milli && sq.MilliValue() == v || !milli && sq.Value() == v) {
+				c := sq.DeepCopy()
+				return &c
+			}
+			if milli {
+				return resource.NewMilliQuantity(v, resource.DecimalSI)
+			}
+			return resource.NewQuantity(v, resource.BinarySI)
+		}
+		if r == nil {
+			r = &podsync.ContainerResources{CPURequest: q(act.CPURequest, corev1.ResourceCPU, spec.Resources.Requests, true),
+				CPULimit: q(act.CPULimit, corev1.ResourceCPU, spec.Resources.Limits, true), MemoryLimit: q(act.MemoryLimit, corev1.ResourceMemory, spec.Resources.Limits, false)}
+			memRequest = q(act.MemoryRequest, corev1.ResourceMemory, spec.Resources.Requests, false)
+		} else if act.MemoryRequest != 0 {
+			memRequest = q(act.MemoryRequest, corev1.ResourceMemory, spec.Resources.Requests, false)
+		}
+	}
 	if r == nil {
 		r = &podsync.ContainerResources{}
 	}
@@ -358,9 +390,11 @@ func statusResources(spec *corev1.Container, s *corev1.ContainerStatus, cs *pods
 		} else {
 			keep(corev1.ResourceCPU, oldRes.Requests, res.Requests)
 		}
-		// The runtime reports no memory request (kubelet's MemoryRequest
-		// is never set from CRI), so the last status's value stays.
-		keep(corev1.ResourceMemory, oldRes.Requests, res.Requests)
+		if memRequest != nil {
+			res.Requests[corev1.ResourceMemory] = *memRequest
+		} else {
+			keep(corev1.ResourceMemory, oldRes.Requests, res.Requests)
+		}
 	}
 	return res
 }

@@ -63,10 +63,12 @@
 // So an ended pod without
 // pod-level resources shows its memory request alone, as the kubelet
 // beside podstart in examples/nodeagent's side-by-side test (cgroupsPerQOS
-// false) does. A kubelet with pod cgroups (its default) reads them instead
-// once the API server has the pod Running, so it shows an ended pod's
-// limits while its cgroup still holds them, and may show values rounded
-// as the cgroup stores them (CPU shares; v1.37 keeps the allocated CPU
+// false) does, and as the kubelet with pod cgroups left it for 5 of 5
+// ended pods (issue 36): an ended pod's status takes nothing from the pod
+// cgroup (Input.PodCgroup is ignored once the status ends the pod). A
+// kubelet with pod cgroups (its default) reads them for a Running pod
+// once the API server has it Running, and may show values rounded as the
+// cgroup stores them (CPU shares; v1.37 keeps the allocated CPU
 // request when the cgroup v2 weight round trip explains the difference). A
 // container's Resources carry no memory request from the runtime (no CRI
 // runtime reports one, so kubelet never has one either); kubelet's own

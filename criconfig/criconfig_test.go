@@ -4,10 +4,12 @@ package criconfig
 
 import (
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -381,7 +383,7 @@ func TestDNSConfig(t *testing.T) {
 		{"ClusterFirst with dnsConfig overrides ndots", func(p *corev1.Pod) {
 			p.Spec.DNSConfig = &corev1.PodDNSConfig{Searches: []string{"extra.test"}, Options: []corev1.PodDNSConfigOption{{Name: "ndots", Value: ptr("3")}}}
 		}, nil, &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10"}, Searches: []string{"ns.svc.cluster.local", "svc.cluster.local", "cluster.local", "corp.test", "extra.test"}, Options: []string{"ndots:3"}}},
-		{"no resolv.conf: loopback", func(p *corev1.Pod) { p.Spec.DNSPolicy = corev1.DNSDefault }, func(n *Node) { n.ResolvConf, n.ResolvConfContent = "", nil },
+		{"no resolv.conf: loopback", func(p *corev1.Pod) { p.Spec.DNSPolicy = corev1.DNSDefault }, func(n *Node) { n.NoResolvConf, n.ResolvConfContent = true, nil },
 			&runtimeapi.DNSConfig{Servers: []string{"127.0.0.1"}, Searches: []string{"."}}},
 		{"more than three nameservers are cut", func(p *corev1.Pod) {
 			p.Spec.DNSPolicy = corev1.DNSNone
@@ -459,6 +461,36 @@ func TestFieldRefValue(t *testing.T) {
 	}
 }
 
+// TestHostNetworkPodIPFieldRef: a host-network pod's status.podIP(s) are
+// the node's IPs (kubelet's GetNodeHostIPs: the first, then the first of
+// the other family), and refused as an unknown node fact when Node.HostIPs
+// is empty: never "". Found by the conformance spec "Downward API should
+// provide host IP and pod IP as an env var if pod uses host network".
+func TestHostNetworkPodIPFieldRef(t *testing.T) {
+	p := testPod(func(p *corev1.Pod) { p.Spec.HostNetwork = true })
+	c := &p.Spec.Containers[0]
+	ref := func(path string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}
+	}
+	n := node()
+	n.HostIPs = []string{"192.0.2.10", "192.0.2.11", "fd00::10", "fd00::11"}
+	for path, want := range map[string]string{"status.podIP": "192.0.2.10", "status.podIPs": "192.0.2.10,fd00::10", "status.hostIP": "192.0.2.10", "status.hostIPs": "192.0.2.10,fd00::10"} {
+		if got, ok, err := FieldRefValue(p, c, ref(path), nil, n); err != nil || !ok || got != want {
+			t.Errorf("%s = %q, %v, %v; want %q", path, got, ok, err, want)
+		}
+	}
+	// IPs the caller has (the runtime's, or SyncPod's) are kept.
+	if got, _, err := FieldRefValue(p, c, ref("status.podIP"), []string{"192.0.2.99"}, n); err != nil || got != "192.0.2.99" {
+		t.Errorf("status.podIP with the pod's IPs = %q, %v", got, err)
+	}
+	n.HostIPs = nil
+	for _, path := range []string{"status.podIP", "status.podIPs"} {
+		if got, _, err := FieldRefValue(p, c, ref(path), nil, n); !errors.Is(err, ErrUnknownNodeFact) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s without node IPs = %q, %v; want ErrUnknownNodeFact", path, got, err)
+		}
+	}
+}
+
 // TestRefusals: every setting on the Refusals list is refused with an
 // error that names it, never dropped.
 func TestRefusals(t *testing.T) {
@@ -474,9 +506,6 @@ func TestRefusals(t *testing.T) {
 		{"container resource claims", "resources.claims", func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}} }, false},
 		{"block volumes", "volumeDevices", func(p *corev1.Pod) {
 			p.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "b", DevicePath: "/dev/xvda"}}
-		}, false},
-		{"host process", "windowsOptions.hostProcess", func(p *corev1.Pod) {
-			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{HostProcess: ptr(true)}}
 		}, false},
 		{"apparmor without AppArmor", "appArmorProfile", func(p *corev1.Pod) {
 			p.Spec.SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}
@@ -500,6 +529,72 @@ func TestRefusals(t *testing.T) {
 				t.Fatalf("container config error %v, want ErrUnsupported naming %s", cErr, tt.field)
 			}
 		})
+	}
+}
+
+// TestWindowsOptionsIgnoredOnLinux: kubelet v1.37.2 on Linux reads no
+// windowsOptions (generatePodSandboxWindowsConfig runs on Windows only):
+// the e2e suite's registry pod (a hostProcess container with hostNetwork,
+// no spec.os) gets the same sandbox and container configs as without them.
+// Found by the [Serial] image-pull conformance specs, whose registry pod
+// podstart refused.
+func TestWindowsOptionsIgnoredOnLinux(t *testing.T) {
+	plain := testPod(func(p *corev1.Pod) {
+		p.Spec.HostNetwork = true
+		p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsUser: ptr(int64(5123))}
+	})
+	win := plain.DeepCopy()
+	win.Spec.SecurityContext.WindowsOptions = &corev1.WindowsSecurityContextOptions{RunAsUserName: ptr("x"), HostProcess: ptr(true)}
+	win.Spec.Containers[0].SecurityContext.WindowsOptions = &corev1.WindowsSecurityContextOptions{RunAsUserName: ptr(`NT AUTHORITY\SYSTEM`), HostProcess: ptr(true)}
+	for _, p := range []*corev1.Pod{plain, win} {
+		if _, err := SandboxConfig(p, 0, node()); err != nil {
+			t.Fatalf("sandbox: %v", err)
+		}
+	}
+	wantSB, _ := SandboxConfig(plain, 0, node())
+	gotSB, _ := SandboxConfig(win, 0, node())
+	if gotSB.Windows != nil || !proto.Equal(gotSB, wantSB) {
+		t.Errorf("sandbox config with windowsOptions:\n%v\nwithout:\n%v", gotSB, wantSB)
+	}
+	got := containerConfig(t, win, ImageUser{}, node())
+	want := containerConfig(t, plain, ImageUser{}, node())
+	if got.Windows != nil || !proto.Equal(got, want) {
+		t.Errorf("container config with windowsOptions:\n%v\nwithout:\n%v", got, want)
+	}
+}
+
+// TestResolvConfDefault: Node's zero ResolvConf is kubelet's default
+// --resolv-conf, /etc/resolv.conf, which FromHost reads; NoResolvConf is
+// --resolv-conf="". A ClusterFirst pod on a node without cluster DNS gets
+// the node's resolv.conf (kubelet's fallback to Default, with its
+// MissingClusterDNS warning), not "nameserver 127.0.0.1". Found by the
+// conformance run (a ClusterFirst pod on a node without cluster DNS).
+func TestResolvConfDefault(t *testing.T) {
+	if got := (Node{}).resolvConf(); got != DefaultResolvConf || DefaultResolvConf != "/etc/resolv.conf" {
+		t.Fatalf("zero Node's resolv.conf %q", got)
+	}
+	if got := (Node{ResolvConf: "/x", NoResolvConf: true}).resolvConf(); got != "" {
+		t.Fatalf("NoResolvConf: %q", got)
+	}
+	want, err := os.ReadFile(DefaultResolvConf)
+	if got := FromHost(Node{}).ResolvConfContent; (err == nil) != (got != nil) || string(got) != string(want) {
+		t.Fatalf("FromHost read %q, want %q (%v)", got, want, err)
+	}
+	p := testPod(nil) // ClusterFirst
+	n := Node{ResolvConfContent: []byte("nameserver 10.0.0.53\nsearch corp.test\n"), HostIPs: []string{"192.0.2.10"}}
+	if !MissingClusterDNS(p, n) {
+		t.Error("no MissingClusterDNS for a ClusterFirst pod without cluster DNS")
+	}
+	if got := DNSConfig(p, n); !slices.Equal(got.Servers, []string{"10.0.0.53"}) || !slices.Equal(got.Searches, []string{"corp.test"}) {
+		t.Errorf("ClusterFirst without cluster DNS: %v", got)
+	}
+	n.NoResolvConf = true
+	if got := DNSConfig(p, n); !slices.Equal(got.Servers, []string{"127.0.0.1"}) || !slices.Equal(got.Searches, []string{"."}) {
+		t.Errorf("ClusterFirst without cluster DNS nor resolv.conf: %v", got)
+	}
+	n.ClusterDNS = []string{"10.96.0.10"}
+	if MissingClusterDNS(p, n) || MissingClusterDNS(testPod(func(p *corev1.Pod) { p.Spec.DNSPolicy = corev1.DNSDefault }), Node{}) {
+		t.Error("MissingClusterDNS with cluster DNS, or for Default")
 	}
 }
 

@@ -79,7 +79,7 @@ func mergeOptions(existing, more []string) []string {
 func DNSConfig(pod *corev1.Pod, node Node) *runtimeapi.DNSConfig {
 	host := ParseResolvConf(node.ResolvConfContent)
 	cfg := &runtimeapi.DNSConfig{Servers: host.Nameservers, Searches: host.Searches, Options: host.Options}
-	if node.ResolvConf == "" && node.ResolvConfContent == nil {
+	if node.NoResolvConf {
 		cfg = &runtimeapi.DNSConfig{}
 	}
 	policy := pod.Spec.DNSPolicy
@@ -97,7 +97,10 @@ func DNSConfig(pod *corev1.Pod, node Node) *runtimeapi.DNSConfig {
 		}
 		cfg.Options = []string{"ndots:5"}
 	default:
-		if node.ResolvConf == "" && node.ResolvConfContent == nil {
+		// ClusterFirst without cluster DNS falls back to Default, as
+		// kubelet's (which also emits a MissingClusterDNS warning: see
+		// MissingClusterDNS).
+		if node.NoResolvConf {
 			for _, ip := range node.HostIPs {
 				if strings.Contains(ip, ":") {
 					cfg.Servers = append(cfg.Servers, "::1")
@@ -130,6 +133,22 @@ func DNSConfig(pod *corev1.Pod, node Node) *runtimeapi.DNSConfig {
 	cfg.Searches = fitSearches(cfg.Searches)
 	return cfg
 }
+
+// MissingClusterDNS reports whether kubelet would fall back from a
+// ClusterFirst policy to Default for the pod because the node has no
+// ClusterDNS, and warn with a MissingClusterDNS event (MissingClusterDNSMessage).
+func MissingClusterDNS(pod *corev1.Pod, node Node) bool {
+	policy := pod.Spec.DNSPolicy
+	cluster := policy == corev1.DNSClusterFirstWithHostNet ||
+		policy == corev1.DNSClusterFirst && !pod.Spec.HostNetwork ||
+		policy != corev1.DNSNone && policy != corev1.DNSDefault && policy != corev1.DNSClusterFirst
+	return cluster && len(node.ClusterDNS) == 0
+}
+
+// MissingClusterDNSMessage is the message of kubelet's MissingClusterDNS
+// event on the node; the pod's event is `pod: "<name>_<namespace>(<uid>)". `
+// followed by it.
+const MissingClusterDNSMessage = `kubelet does not have ClusterDNS IP configured and cannot create Pod using "ClusterFirst" policy. Falling back to "Default" policy.`
 
 func omitDuplicates(in []string) []string {
 	seen := map[string]bool{}

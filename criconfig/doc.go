@@ -78,19 +78,29 @@
 //     mount is ID-mapped, as kubelet sends them;
 //   - spec.resourceClaims, containers' resources.claims (DRA);
 //   - volumeDevices (raw block volumes);
-//   - windowsOptions.hostProcess;
 //   - an AppArmor profile other than Unconfined on a node without AppArmor
 //     (Node.AppArmorEnabled), refused before any sandbox as kubelet's
 //     admission does;
 //   - supplementalGroupsPolicy: Strict on a runtime that does not report it
 //     (Node.SupplementalGroupsPolicyStrict), likewise.
 //
+// Windows options are not refused: kubelet v1.37.2 on Linux reads
+// securityContext.windowsOptions (pod or container, hostProcess true
+// included) nowhere, builds no Windows sandbox or container config, and
+// checks hostProcess only on Windows; podstart does the same and sends
+// nothing for them. What the API server refuses is validation's: any
+// windowsOptions in a pod with spec.os.name linux, and (spec.os unset) a
+// hostProcess container without hostNetwork or beside non-hostProcess
+// containers. A pod with spec.os.name windows is refused (above).
+//
 // Kubelet always knows its node; podstart knows what Node carries (FromHost
 // reads what the host can tell). A value that needs a node fact Node lacks
 // is refused with an error naming the field and the fact, matching
 // ErrUnknownNodeFact, never sent as "" or "0":
 //
-//   - env fieldRef status.hostIP and status.hostIPs without Node.HostIPs;
+//   - env fieldRef status.hostIP and status.hostIPs without Node.HostIPs,
+//     and status.podIP and status.podIPs of a host-network pod (whose IPs
+//     are the node's, one per family, as kubelet's GetNodeHostIPs);
 //   - env resourceFieldRef limits.cpu, limits.memory or
 //     limits.ephemeral-storage of a container without that limit, in a pod
 //     without a pod-level one, when Node.Allocatable lacks the resource;

@@ -3,12 +3,14 @@ package criconfig
 import (
 	"fmt"
 	"math"
+	"net/netip"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
+	netutils "k8s.io/utils/net"
 )
 
 // FieldRefValue is kubelet's value for an env var's fieldRef or
@@ -50,22 +52,60 @@ func podFieldValue(pod *corev1.Pod, path string, podIPs []string, node Node) (st
 	case "status.hostIP", "status.hostIPs":
 		// kubelet always knows its node's IPs (getHostIPsAnyWay fails
 		// otherwise); an empty value would be a guess.
-		if len(node.HostIPs) == 0 {
+		hostIPs := NodeHostIPs(node.HostIPs)
+		if len(hostIPs) == 0 {
 			return "", unknownNodeFact("fieldRef %s: the node's IPs are unknown (Node.HostIPs)", path)
 		}
 		if path == "status.hostIP" {
-			return node.HostIPs[0], nil
+			return hostIPs[0], nil
 		}
-		return strings.Join(node.HostIPs, ","), nil
-	case "status.podIP":
+		return strings.Join(hostIPs, ","), nil
+	case "status.podIP", "status.podIPs":
+		if pod.Spec.HostNetwork && len(podIPs) == 0 {
+			// A host-network pod's IPs are the node's (kubelet's
+			// generateAPIPodStatus, whose PodIPs SyncPod passes on).
+			podIPs = NodeHostIPs(node.HostIPs)
+			if len(podIPs) == 0 {
+				return "", unknownNodeFact("fieldRef %s of a host-network pod: the node's IPs are unknown (Node.HostIPs)", path)
+			}
+		}
+		if path == "status.podIPs" {
+			return strings.Join(podIPs, ","), nil
+		}
 		if len(podIPs) == 0 {
 			return "", nil
 		}
 		return podIPs[0], nil
-	case "status.podIPs":
-		return strings.Join(podIPs, ","), nil
 	}
 	return "", fmt.Errorf("unsupported fieldPath: %s", path)
+}
+
+// NodeHostIPs is kubelet's GetNodeHostIPs on addresses already in its
+// order (InternalIPs, then ExternalIPs): the first, then the first of the
+// other family; what does not parse is skipped. These are a node's
+// status.hostIPs, and a host-network pod's status.podIPs.
+func NodeHostIPs(addrs []string) []string {
+	var out []string
+	var first netip.Addr
+	for _, s := range addrs {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			// kubelet's ParseIPSloppy takes IPv4 with leading zeros.
+			a, _ = netip.AddrFromSlice(netutils.ParseIPSloppy(s))
+		} else if a.Zone() != "" {
+			continue
+		}
+		a = a.Unmap()
+		switch {
+		case !a.IsValid():
+		case len(out) == 0:
+			first = a
+			out = append(out, a.String())
+		case a.Is6() != first.Is6():
+			return append(out, a.String())
+		}
+	}
+	return out
 }
 
 // subscript reads `prefix['key']`.

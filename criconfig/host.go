@@ -55,8 +55,8 @@ func FromHost(n Node) Node {
 			}
 		}
 	}
-	if n.ResolvConfContent == nil && n.ResolvConf != "" {
-		if b, err := os.ReadFile(n.ResolvConf); err == nil {
+	if n.ResolvConfContent == nil && n.resolvConf() != "" {
+		if b, err := os.ReadFile(n.resolvConf()); err == nil {
 			n.ResolvConfContent = b
 		}
 	}

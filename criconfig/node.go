@@ -28,12 +28,20 @@ type Node struct {
 	// "<subdomain>.<namespace>.svc.".
 	ClusterDomain string
 	ClusterDNS    []string
-	// ResolvConf is kubelet's resolvConf (default /etc/resolv.conf) for the
-	// Default DNS policy; its content is read by the caller (ResolvConfContent).
+	// ResolvConf is kubelet's resolvConf, the node's resolv.conf that the
+	// Default DNS policy (and ClusterFirst without ClusterDNS) copies and
+	// ClusterFirst takes searches from; empty means kubelet's default,
+	// DefaultResolvConf. Its content is read by the caller
+	// (ResolvConfContent; FromHost reads it).
 	ResolvConf string
+	// NoResolvConf is kubelet's resolvConf "" (the flag --resolv-conf=""):
+	// no host resolv.conf, and pods that would copy it get a nameserver on
+	// the local machine (127.0.0.1, or ::1 per IPv6 node IP) instead.
+	NoResolvConf bool
 	// ResolvConfContent is the content of ResolvConf, read by the caller so
 	// the functions here stay pure. Nil means "not read": the sandbox gets
-	// no servers from the node, as kubelet with resolvConf "".
+	// nothing from the node's resolv.conf (kubelet would fail the sandbox
+	// on a resolv.conf it cannot read; FromHost reads it).
 	ResolvConfContent []byte
 	// CgroupDriver is "cgroupfs" (default) or "systemd"; CgroupRoot is
 	// kubelet's cgroupRoot; CgroupsPerQOS false is kubelet's
@@ -122,6 +130,20 @@ func (n Node) pageSize() int64 {
 		return int64(os.Getpagesize())
 	}
 	return n.PageSize
+}
+
+// DefaultResolvConf is kubelet's default resolvConf (--resolv-conf).
+const DefaultResolvConf = "/etc/resolv.conf"
+
+// resolvConf is the node's resolv.conf path, "" with NoResolvConf.
+func (n Node) resolvConf() string {
+	switch {
+	case n.NoResolvConf:
+		return ""
+	case n.ResolvConf == "":
+		return DefaultResolvConf
+	}
+	return n.ResolvConf
 }
 
 func (n Node) rootDir() string {

@@ -12,7 +12,6 @@ var Refusals = []string{
 	"spec.hostUsers: false on a runtime without user namespaces or a node without a UserNamespaceMapper",
 	"spec.resourceClaims and containers[*].resources.claims (dynamic resource allocation)",
 	"containers[*].volumeDevices (raw block volumes)",
-	"securityContext.windowsOptions.hostProcess: true",
 	"securityContext.appArmorProfile other than Unconfined on a node without AppArmor (Node.AppArmorEnabled)",
 	"spec.securityContext.supplementalGroupsPolicy: Strict on a runtime that does not report it (Node.SupplementalGroupsPolicyStrict)",
 }
@@ -28,9 +27,6 @@ func checkPod(pod *corev1.Pod, node Node) error {
 	}
 	if len(pod.Spec.ResourceClaims) > 0 {
 		return unsupported("spec.resourceClaims: dynamic resource allocation is not supported")
-	}
-	if sc := pod.Spec.SecurityContext; sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess {
-		return unsupported("spec.securityContext.windowsOptions.hostProcess: Windows host-process pods are not supported")
 	}
 	// kubelet's AppArmor admission refuses the whole pod, before any
 	// sandbox, when one container asks for a profile the host cannot apply.
@@ -76,9 +72,6 @@ func checkContainer(pod *corev1.Pod, c *corev1.Container, node Node) error {
 	}
 	if len(c.Resources.Claims) > 0 {
 		return unsupported("container %q resources.claims: dynamic resource allocation is not supported", c.Name)
-	}
-	if sc := c.SecurityContext; sc != nil && sc.WindowsOptions != nil && sc.WindowsOptions.HostProcess != nil && *sc.WindowsOptions.HostProcess {
-		return unsupported("container %q securityContext.windowsOptions.hostProcess: Windows host-process containers are not supported", c.Name)
 	}
 	return nil
 }

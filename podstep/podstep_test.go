@@ -198,3 +198,36 @@ func countContainers(t *testing.T, rt *rtfake.Runtime) int {
 	}
 	return len(cs)
 }
+
+// A container with restartPolicy Never in a pod of restartPolicy Always
+// (ContainerRestartRules, beta and on in v1.37) that fails is not run
+// again: the pod is Failed and its sandbox is not made again, so the
+// restart count stays 0. Found by the conformance spec "Pod Extended
+// (container restart policy) Container Restart Rules should restart
+// container on container-level restart policy Never".
+func TestContainerRestartPolicyNeverInAlwaysPod(t *testing.T) {
+	dir := t.TempDir()
+	rt := rtfake.New(rtfake.WithImages("busybox:1.35"), rtfake.WithStartFunc(func(*runtimeapi.ContainerConfig) *rtfake.Exit { return &rtfake.Exit{Code: 1} }))
+	syncer := podsync.NewSyncer(rt, nil, podsync.WithRootDir(dir), podsync.WithPodLogsDir(dir+"/logs"), podsync.WithMounter(fake.New()))
+	never := corev1.ContainerRestartPolicyNever
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "never", Namespace: "default", UID: "uid-never"},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways,
+			Containers: []corev1.Container{{Name: "main-container", Image: "busybox:1.35", Command: []string{"/bin/sh", "-c", "exit 1"}, RestartPolicy: &never}}}}
+	p, err := podstep.New(syncer, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st corev1.PodStatus
+	for range 6 {
+		if st, err = p.Sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st.Phase != corev1.PodFailed || len(st.ContainerStatuses) != 1 || st.ContainerStatuses[0].RestartCount != 0 ||
+		st.ContainerStatuses[0].State.Terminated == nil || st.ContainerStatuses[0].State.Terminated.ExitCode != 1 {
+		t.Fatalf("status %+v", st)
+	}
+	if n, m := rt.CallCount("RunPodSandbox"), rt.CallCount("CreateContainer"); n != 1 || m != 1 {
+		t.Fatalf("%d sandboxes and %d containers made, want 1 and 1", n, m)
+	}
+}

@@ -201,6 +201,10 @@ func restartOnFailure(pod *corev1.Pod) bool {
 // ComputePodActions is kubelet's computePodActions on its default,
 // sidecar-aware path, without in-place resize: given the pod and what the
 // runtime reports, what must happen next. It is pure; probes may be nil.
+// A pod whose phase kubelet would find terminal (every app container
+// ended and none restarts, or a regular init container failed for good)
+// gets no new sandbox: kubelet's SyncPod returns before computePodActions
+// for such a pod.
 func ComputePodActions(pod *corev1.Pod, status *PodStatus, probes ProbeResults) Actions {
 	if status == nil {
 		status = &PodStatus{}
@@ -282,6 +286,15 @@ func computeSandboxPath(pod *corev1.Pod, status *PodStatus, a *Actions, attempt 
 		a.KillPodReason = reasonJoin(a.KillPodReason, "restartPolicy is Never and containers already ran: the sandbox is not recreated")
 		return
 	}
+	if phaseTerminal(pod, status) {
+		// Kubelet's SyncPod returns before its runtime's SyncPod for a pod
+		// whose phase is terminal: a new sandbox is never made for it, as
+		// for a pod of restartPolicy Always whose one container has
+		// restartPolicy Never and failed.
+		a.CreateSandbox = false
+		a.KillPodReason = reasonJoin(a.KillPodReason, "no container restarts (the pod's phase is terminal): the sandbox is not recreated")
+		return
+	}
 	var candidates []int
 	for i := range pod.Spec.Containers {
 		// ContainerRestartRules (on since v1.35): a container's own policy
@@ -307,6 +320,36 @@ func computeSandboxPath(pod *corev1.Pod, status *PodStatus, a *Actions, attempt 
 	if candidates != nil {
 		a.ContainersToStart = candidates
 	}
+}
+
+// phaseTerminal is kubelet's getPhase reaching Succeeded or Failed, from
+// the runtime's view: a regular init container failed and does not
+// restart, or every app container has exited and none restarts
+// (ContainerShouldRestart on its exit code: its restartPolicy and rules,
+// then the pod's).
+func phaseTerminal(pod *corev1.Pod, status *PodStatus) bool {
+	spec := &pod.Spec
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
+		if IsRestartableInitContainer(c) {
+			continue
+		}
+		if s := status.FindContainerStatusByName(c.Name); s != nil && s.State == ContainerStateExited && s.ExitCode != 0 &&
+			!ContainerShouldRestart(c, spec, int32(s.ExitCode)) {
+			return true
+		}
+	}
+	if len(spec.Containers) == 0 {
+		return false
+	}
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
+		s := status.FindContainerStatusByName(c.Name)
+		if s == nil || s.State != ContainerStateExited || ContainerShouldRestart(c, spec, int32(s.ExitCode)) {
+			return false
+		}
+	}
+	return true
 }
 
 func reasonJoin(a, b string) string {

@@ -133,6 +133,14 @@ func withPolicy(p *corev1.Pod, rp corev1.RestartPolicy) *corev1.Pod {
 	return p
 }
 
+// neverContainers gives the app containers at idx restartPolicy Never.
+func neverContainers(p *corev1.Pod, idx ...int) *corev1.Pod {
+	for _, i := range idx {
+		p.Spec.Containers[i].RestartPolicy = new(corev1.ContainerRestartPolicyNever)
+	}
+	return p
+}
+
 func hostNet(p *corev1.Pod) *corev1.Pod { p.Spec.HostNetwork = true; return p }
 
 // ---- sandbox ----
@@ -177,6 +185,28 @@ func TestSandboxActions(t *testing.T) {
 		{"OnFailure: dead sandbox, skip the succeeded container", withPolicy(basePod(), corev1.RestartPolicyOnFailure), statusOf([]*runtimeapi.PodSandboxStatus{sandbox("sb0", 0, false, "")}, exited("foo1", 0), exited("foo2", 1)), nil,
 			want{killPod: true, createSandbox: true, sandboxID: "sb0", attempt: 1, start: []int{1, 2}}},
 		{"OnFailure: dead sandbox, everything succeeded: kill only", withPolicy(basePod(), corev1.RestartPolicyOnFailure), statusOf([]*runtimeapi.PodSandboxStatus{sandbox("sb0", 0, false, "")}, exited("foo1", 0), exited("foo2", 0), exited("foo3", 0)), nil,
+			want{killPod: true, sandboxID: "sb0", attempt: 1}},
+		// ContainerRestartRules: kubelet's phase is Failed, so its SyncPod
+		// stops before computePodActions and no sandbox is made again.
+		// Found by the conformance spec "Pod Extended (container restart
+		// policy) Container Restart Rules should restart container on
+		// container-level restart policy Never" (restartCount must stay 0).
+		{"Always pod, every container Never and failed: dead sandbox not recreated", neverContainers(basePod(), 0, 1, 2), statusOf([]*runtimeapi.PodSandboxStatus{sandbox("sb0", 0, false, "")}, exited("foo1", 1), exited("foo2", 1), exited("foo3", 0)), nil,
+			want{killPod: true, sandboxID: "sb0", attempt: 1}},
+		{"Always pod, one container Never and failed: recreated for the others", neverContainers(basePod(), 0), statusOf([]*runtimeapi.PodSandboxStatus{sandbox("sb0", 0, false, "")}, exited("foo1", 1), exited("foo2", 1), exited("foo3", 0)), nil,
+			want{killPod: true, createSandbox: true, sandboxID: "sb0", attempt: 1, start: []int{0, 1, 2}}},
+		{"Always pod, containers Never, a rule matches the exit: recreated", func() *corev1.Pod {
+			p := neverContainers(basePod(), 0, 1, 2)
+			p.Spec.Containers[0].RestartPolicyRules = []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestart,
+				ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+			return p
+		}(), statusOf([]*runtimeapi.PodSandboxStatus{sandbox("sb0", 0, false, "")}, exited("foo1", 42), exited("foo2", 1), exited("foo3", 0)), nil,
+			want{killPod: true, createSandbox: true, sandboxID: "sb0", attempt: 1, start: []int{0, 1, 2}}},
+		{"Always pod, init container Never failed: dead sandbox not recreated", func() *corev1.Pod {
+			p := initPod(false)
+			p.Spec.InitContainers[0].RestartPolicy = new(corev1.ContainerRestartPolicyNever)
+			return p
+		}(), statusOf([]*runtimeapi.PodSandboxStatus{sandbox("sb0", 0, false, "")}, exited("init1", 1)), nil,
 			want{killPod: true, sandboxID: "sb0", attempt: 1}},
 		{"new sandbox with init containers: start the first init only", initPod(false, false), statusOf(nil), nil,
 			want{killPod: true, createSandbox: true, init: []int{0}}},

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -581,5 +582,80 @@ func TestNoImageServiceSendsNoUser(t *testing.T) {
 			}
 			t.Fatal("no CreateContainer")
 		})
+	}
+}
+
+// A host-network pod's status.podIP(s) env values are the node's IPs, as
+// kubelet passes SyncPod its API status's IPs (the node's for such a pod,
+// one per family). (Unknown node IPs: criconfig's
+// TestHostNetworkPodIPFieldRef.) Found by the conformance spec "Downward API should provide host IP
+// and pod IP as an env var if pod uses host network [LinuxOnly]".
+func TestHostNetworkPodIPEnv(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hn", Namespace: "shop", UID: "uid-hn"},
+		Spec: corev1.PodSpec{HostNetwork: true, SecurityContext: &corev1.PodSecurityContext{}, Containers: []corev1.Container{{Name: "app", Image: "nginx:1",
+			Env: []corev1.EnvVar{
+				{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+				{Name: "POD_IPS", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIPs"}}},
+				{Name: "HOST_IPS", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIPs"}}},
+			}}}}}
+	t.Run("node IPs known", func(t *testing.T) {
+		h := newHarness(t, false, nil)
+		node := criconfig.Node{HostIPs: []string{"192.0.2.10", "192.0.2.11", "fd00::10"}, RootDir: h.root, PodLogsDir: filepath.Join(h.root, "logs")}
+		h.opts = append(h.opts, podsync.WithNode(node))
+		h.restart()
+		h.converge(pod, 3)
+		env := map[string]string{}
+		for _, c := range h.fake.Calls() {
+			if req, ok := c.Request.(*runtimeapi.CreateContainerRequest); ok {
+				for _, kv := range req.Config.Envs {
+					env[kv.Key] = string(kv.Value)
+				}
+			}
+		}
+		if env["POD_IP"] != "192.0.2.10" || env["POD_IPS"] != "192.0.2.10,fd00::10" || env["HOST_IPS"] != "192.0.2.10,fd00::10" {
+			t.Fatalf("env %v", env)
+		}
+	})
+}
+
+// A ClusterFirst pod on a node given without cluster DNS nor resolv.conf
+// (WithNode's zero ResolvConf: kubelet's default /etc/resolv.conf) gets the
+// host's resolv.conf, and kubelet's MissingClusterDNS warnings (sandbox
+// creation, container start), not "nameserver 127.0.0.1". Found by the
+// conformance run: a ClusterFirst pod on a node without cluster DNS.
+func TestClusterFirstWithoutClusterDNSUsesHostResolvConf(t *testing.T) {
+	h := newHarness(t, false, nil)
+	h.opts = append(h.opts, podsync.WithNode(criconfig.Node{Name: "node1", HostIPs: []string{"192.0.2.10"}, RootDir: h.root, PodLogsDir: filepath.Join(h.root, "logs")}))
+	h.restart()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "dns", Namespace: "shop", UID: "uid-dns"},
+		Spec: corev1.PodSpec{DNSPolicy: corev1.DNSClusterFirst, SecurityContext: &corev1.PodSecurityContext{}, Containers: []corev1.Container{{Name: "app", Image: "nginx:1"}}}}
+	h.converge(pod, 3)
+	var cfg *runtimeapi.PodSandboxConfig
+	for _, c := range h.fake.Calls() {
+		if r, ok := c.Request.(*runtimeapi.RunPodSandboxRequest); ok {
+			cfg = r.Config
+		}
+	}
+	host, err := os.ReadFile(criconfig.DefaultResolvConf)
+	if err != nil {
+		t.Fatalf("this test reads the host's resolv.conf: %v", err)
+	}
+	want := criconfig.ParseResolvConf(host).Nameservers
+	if len(want) > 3 {
+		want = want[:3]
+	}
+	if cfg == nil || !slices.Equal(cfg.DnsConfig.Servers, want) {
+		t.Fatalf("sandbox DNS %v, want the host's nameservers %v", cfg.GetDnsConfig(), want)
+	}
+	n := 0
+	h.ev.mu.Lock()
+	for _, e := range h.ev.list {
+		if strings.HasPrefix(e, `MissingClusterDNS: pod: "dns_shop(uid-dns)". kubelet does not have ClusterDNS IP configured`) {
+			n++
+		}
+	}
+	h.ev.mu.Unlock()
+	if n != 2 {
+		t.Errorf("%d MissingClusterDNS events on the pod, want 2 (sandbox, container start): %v", n, h.ev.list)
 	}
 }

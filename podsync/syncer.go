@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
@@ -51,7 +52,6 @@ type options struct {
 	volumes      VolumeProvider
 	env          EnvResolver
 	node         criconfig.Node
-	nodeSet      bool
 	imageService runtime.ImageService
 	handler      func(*corev1.Pod) string
 	mountOpts    []mounts.Option
@@ -112,12 +112,15 @@ func WithEnvResolver(r EnvResolver) Option { return func(o *options) { o.env = r
 // SELinux, AppArmor, memory, huge pages): the sandbox and container
 // configs are built for it (criconfig). Fields left zero that kubelet reads
 // from the host (memory, huge pages, cgroup version, the node's IP and
-// allocatable) are read from this host (criconfig.FromHost). Default:
-// kubelet's defaults on this host, /etc/resolv.conf, no cluster DNS.
+// allocatable, the content of the resolv.conf) are read from this host
+// (criconfig.FromHost). Default: kubelet's defaults on this host
+// (resolv.conf /etc/resolv.conf, Node.NoResolvConf for none), no cluster
+// DNS: ClusterFirst pods then get the node's resolv.conf and a
+// MissingClusterDNS warning, as kubelet's.
 // Options apply in order: WithNode replaces what WithRootDir and the like
 // set before it.
 func WithNode(n criconfig.Node) Option {
-	return func(o *options) { o.node, o.nodeSet = n, true }
+	return func(o *options) { o.node = n }
 }
 
 // WithRootDir sets kubelet's root dir (pod directories live under
@@ -193,9 +196,6 @@ func NewSyncer(rt runtime.RuntimeService, ims ImageEnsurer, opts ...Option) *Syn
 	}
 	if o.node.PodLogsDir == "" {
 		o.node.PodLogsDir = DefaultPodLogsDir
-	}
-	if !o.nodeSet && o.node.ResolvConf == "" {
-		o.node.ResolvConf = "/etc/resolv.conf"
 	}
 	o.node = criconfig.FromHost(o.node)
 	if o.imageService == nil {
@@ -321,6 +321,16 @@ func unixNano(n int64) time.Time {
 	return time.Unix(0, n)
 }
 
+// missingClusterDNS is kubelet's MissingClusterDNS warning, on the node
+// (when its name is known) and on the pod, for a ClusterFirst pod on a
+// node without cluster DNS: the pod gets the node's resolv.conf instead.
+func (s *Syncer) missingClusterDNS(pod *corev1.Pod, podRef *corev1.ObjectReference) {
+	if name := s.o.node.Name; name != "" {
+		s.o.recorder.Eventf(&corev1.ObjectReference{Kind: "Node", Name: name, UID: types.UID(name)}, corev1.EventTypeWarning, "MissingClusterDNS", "%s", criconfig.MissingClusterDNSMessage)
+	}
+	s.o.recorder.Eventf(podRef, corev1.EventTypeWarning, "MissingClusterDNS", "pod: %q. %s", podName(pod), criconfig.MissingClusterDNSMessage)
+}
+
 func podName(pod *corev1.Pod) string {
 	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
 }
@@ -418,6 +428,20 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 	var cfgErr error
 	if actions.CreateSandbox || toStart > 0 {
 		sandboxConfig, cfgErr = s.SandboxConfig(pod, actions.Attempt)
+		if cfgErr == nil && criconfig.MissingClusterDNS(pod, s.o.node) {
+			// Kubelet's GetPodDNS warns each time it builds the sandbox
+			// config: to create the sandbox, and to start containers.
+			n := 0
+			if actions.CreateSandbox {
+				n++
+			}
+			if toStart > 0 {
+				n++
+			}
+			for range n {
+				s.missingClusterDNS(pod, podRef)
+			}
+		}
 	}
 	if actions.CreateSandbox {
 		sr := result.add(ActionCreatePodSandbox, podName(pod))
@@ -433,6 +457,13 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 		if !pod.Spec.HostNetwork {
 			podIPs = ips
 		}
+	}
+	if pod.Spec.HostNetwork && len(podIPs) == 0 {
+		// Kubelet passes SyncPod its API status's IPs, which for a
+		// host-network pod are the node's (generateAPIPodStatus): env
+		// fieldRefs and hooks see them. Unknown node IPs leave none, and a
+		// fieldRef to them is refused (criconfig.ErrUnknownNodeFact).
+		podIPs = criconfig.NodeHostIPs(s.o.node.HostIPs)
 	}
 	podIP := ""
 	if len(podIPs) > 0 {

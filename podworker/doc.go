@@ -56,7 +56,14 @@
 //     ResyncMatching, Resync); and a pod whose volumes change with time
 //     alone is synced when they do (podsync.Result.RefreshAt: its service
 //     account token is due for renewal, at 80% of its lifetime or after 24
-//     hours).
+//     hours);
+//   - a pod with an active deadline is synced when it passes (kubelet
+//     checks every second): kubelet's active deadline handler then fails
+//     it (apistatus: Failed, DeadlineExceeded) and it is killed with its
+//     grace period and removed, its final status kept, as an evicted
+//     pod; a deadline set or lowered on a running pod counts from its
+//     start time. Kubelet's Normal DeadlineExceeded event is not emitted
+//     (podworker has no event recorder; the status says it).
 //
 // Deleting a pod kills it with kubelet's effective grace period
 // (podsync.EffectiveGracePeriod), then removes its containers, sandboxes,

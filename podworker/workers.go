@@ -987,6 +987,10 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 			w.remove(p, status, r, final)
 			return time.Time{}, true
 		}
+		if w.pastActiveDeadline(p, pod) {
+			cancel()
+			continue // terminating: the next round kills the pod
+		}
 		var secrets []corev1.Secret
 		if w.o.secrets != nil {
 			secrets, err = w.o.secrets(ctx, pod)
@@ -1023,11 +1027,11 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 		}
 		w.record(p, st)
 		if r.Error() != nil {
-			return st.NextSync, false
+			return w.activeDeadline(p, pod, &st.APIStatus, st.NextSync), false
 		}
 		if len(r.Results) == 0 || i >= 20 {
 			w.setRefresh(p, r) // refresh.go
-			return time.Time{}, false
+			return w.activeDeadline(p, pod, &st.APIStatus, time.Time{}), false
 		}
 		fresh = true
 	}

@@ -112,7 +112,57 @@ func specFields(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
 			errs = append(errs, field.NotSupported(fld.Child("preemptionPolicy"), *p, []corev1.PreemptionPolicy{corev1.PreemptLowerPriority, corev1.PreemptNever}))
 		}
 	}
+	errs = append(errs, windowsHostProcess(spec, fld)...)
 	errs = append(errs, podOS(spec, fld)...)
+	return errs
+}
+
+// windowsHostProcess is the API server's validateWindowsHostProcessPod,
+// which applies to every pod (spec.os unset too): a hostProcess container
+// (its own setting, or the pod's inherited) makes every container one and
+// needs hostNetwork; pod and container values must agree. Kubelet on Linux
+// ignores windowsOptions otherwise (see criconfig). The API server's
+// "disallowed by cluster policy" without --allow-privileged is not
+// applied, as for privileged containers (see containers.go).
+func windowsHostProcess(spec *corev1.PodSpec, fld *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	var podHP *bool
+	if sc := spec.SecurityContext; sc != nil && sc.WindowsOptions != nil {
+		podHP = sc.WindowsOptions.HostProcess
+	}
+	count, hostProcess := 0, 0
+	visit := func(c *corev1.Container, p *field.Path) {
+		count++
+		var hp *bool
+		if c.SecurityContext != nil && c.SecurityContext.WindowsOptions != nil {
+			hp = c.SecurityContext.WindowsOptions.HostProcess
+		}
+		if podHP != nil && hp != nil && *podHP != *hp {
+			errs = append(errs, field.Invalid(p.Child("securityContext", "windowsOptions", "hostProcess"), *hp,
+				fmt.Sprintf("pod hostProcess value must be identical if both are specified, was %v", *podHP)))
+		}
+		if (hp != nil && *hp) || (hp == nil && podHP != nil && *podHP) {
+			hostProcess++
+		}
+	}
+	for i := range spec.InitContainers {
+		visit(&spec.InitContainers[i], fld.Child("initContainers").Index(i))
+	}
+	for i := range spec.Containers {
+		visit(&spec.Containers[i], fld.Child("containers").Index(i))
+	}
+	for i := range spec.EphemeralContainers {
+		c := corev1.Container(spec.EphemeralContainers[i].EphemeralContainerCommon)
+		visit(&c, fld.Child("ephemeralContainers").Index(i))
+	}
+	if hostProcess > 0 {
+		if hostProcess != count {
+			errs = append(errs, field.Invalid(fld, "", "If pod contains any hostProcess containers then all containers must be HostProcess containers"))
+		}
+		if !spec.HostNetwork {
+			errs = append(errs, field.Invalid(fld.Child("hostNetwork"), spec.HostNetwork, "hostNetwork must be true if pod contains any hostProcess containers"))
+		}
+	}
 	return errs
 }
 

@@ -228,6 +228,27 @@ func TestPodLevelRules(t *testing.T) {
 			p.Spec.OS = &corev1.PodOS{Name: corev1.Linux}
 			p.Spec.SecurityContext = &corev1.PodSecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{}}
 		}, []wantErr{{"spec.securityContext.windowsOptions", field.ErrorTypeForbidden, "windows options cannot be set for a linux pod"}}},
+		// The e2e suite's registry pod (test/e2e/framework/registry): no
+		// spec.os, hostNetwork, one hostProcess container.
+		{"host process with host network", func(p *corev1.Pod) {
+			p.Spec.HostNetwork = true
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{
+				RunAsUserName: ptr.To(`NT AUTHORITY\SYSTEM`), HostProcess: ptr.To(true)}}
+		}, nil},
+		{"host process without host network, beside another", func(p *corev1.Pod) {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{HostProcess: ptr.To(true)}}
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{HostProcess: ptr.To(false)}}
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "d", Image: "img"})
+		}, []wantErr{
+			{"spec.containers[0].securityContext.windowsOptions.hostProcess", field.ErrorTypeInvalid, "pod hostProcess value must be identical if both are specified, was true"},
+			{"spec", field.ErrorTypeInvalid, "If pod contains any hostProcess containers then all containers must be HostProcess containers"},
+			{"spec.hostNetwork", field.ErrorTypeInvalid, "hostNetwork must be true if pod contains any hostProcess containers"},
+		}},
+		{"host process on linux", func(p *corev1.Pod) {
+			p.Spec.OS = &corev1.PodOS{Name: corev1.Linux}
+			p.Spec.HostNetwork = true
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{HostProcess: ptr.To(true)}}
+		}, []wantErr{{"spec.containers[0].securityContext.windowsOptions", field.ErrorTypeForbidden, "windows options cannot be set for a linux pod"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -54,6 +54,12 @@ type Config struct {
 	// --cluster-domain, for pods with the ClusterFirst DNS policy.
 	ClusterDNS    []string
 	ClusterDomain string
+	// ResolvConf is kubelet's --resolv-conf, the host resolv.conf for pods
+	// with the Default DNS policy, and ClusterFirst ones without
+	// ClusterDNS ("" is kubelet's default, /etc/resolv.conf); NoResolvConf
+	// is --resolv-conf="" (a nameserver on the local machine).
+	ResolvConf   string
+	NoResolvConf bool
 	// Ready, if set, is called once the node is registered and the pods
 	// bound to it are known (tests wait on it).
 	Ready func()
@@ -119,7 +125,8 @@ func Run(ctx context.Context, cfg Config) error {
 	a := &agent{Config: cfg}
 
 	a.host = criconfig.FromHost(criconfig.Node{Name: cfg.NodeName, RootDir: cfg.RootDir, PodLogsDir: cfg.PodLogsDir,
-		ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, CgroupRoot: cfg.CgroupRoot, CgroupDriver: cfg.CgroupDriver})
+		ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, CgroupRoot: cfg.CgroupRoot, CgroupDriver: cfg.CgroupDriver,
+		ResolvConf: cfg.ResolvConf, NoResolvConf: cfg.NoResolvConf})
 	v, err := cfg.Runtime.Version(ctx, "v1")
 	if err != nil {
 		return fmt.Errorf("runtime version: %w", err)

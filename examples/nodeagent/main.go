@@ -56,6 +56,7 @@ func main() {
 	logsDir := flag.String("pod-logs-dir", "", "pod log directory (default: <root-dir>/logs)")
 	clusterDNS := flag.String("cluster-dns", "", "comma-separated DNS server IPs for ClusterFirst pods (kubelet's --cluster-dns)")
 	clusterDomain := flag.String("cluster-domain", "cluster.local", "the cluster's DNS domain (kubelet's --cluster-domain, whose default is none; kubeadm clusters use cluster.local)")
+	resolvConf := flag.String("resolv-conf", criconfig.DefaultResolvConf, `the host resolv.conf for pods with the Default DNS policy, and ClusterFirst ones without -cluster-dns (kubelet's --resolv-conf); "" for none`)
 	perQOS := flag.Bool("cgroups-per-qos", true, "make kubelet's QoS and pod cgroups (kubelet's --cgroups-per-qos; ignored on the fake runtime)")
 	driver := flag.String("cgroup-driver", cgroups.DriverCgroupfs, `kubelet's --cgroup-driver: "cgroupfs", or "systemd" (slices made through systemd's D-Bus API; the runtime must use systemd cgroups too)`)
 	apiAddr := flag.String("node-api-address", ":10250", `where to serve kubelet's node API (logs, exec, attach, port-forward, stats; kubelet's --address and --port); "" for none`)
@@ -70,13 +71,13 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	api := apiFlags{addr: *apiAddr, clientCA: *clientCA, certFile: *certFile, keyFile: *keyFile, rotate: *rotate}
-	if err := run(ctx, *kubeconfig, *nodeName, *endpoint, *rootDir, *logsDir, *clusterDNS, *clusterDomain, *driver, *perQOS, *imageGC, *evict, api); err != nil {
+	if err := run(ctx, *kubeconfig, *nodeName, *endpoint, *rootDir, *logsDir, *clusterDNS, *clusterDomain, *resolvConf, *driver, *perQOS, *imageGC, *evict, api); err != nil {
 		fmt.Fprintln(os.Stderr, "nodeagent:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, clusterDNS, clusterDomain, driver string, perQOS, imageGC, evict bool, api apiFlags) error {
+func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, clusterDNS, clusterDomain, resolvConf, driver string, perQOS, imageGC, evict bool, api apiFlags) error {
 	if nodeName == "" {
 		h, err := os.Hostname()
 		if err != nil {
@@ -140,6 +141,8 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 		Clock:         clock.RealClock{},
 		ClusterDNS:    splitNonEmpty(clusterDNS),
 		ClusterDomain: clusterDomain,
+		ResolvConf:    resolvConf,
+		NoResolvConf:  resolvConf == "",
 	})
 }
 

@@ -185,6 +185,7 @@ func TestDNSConfig(t *testing.T) {
 			}
 			node.ResolvConf, node.ResolvConfContent = resolv, []byte(content)
 		}
+		node.NoResolvConf = resolv == "" // kubelet's --resolv-conf=""
 		pod := &corev1.Pod{Spec: corev1.PodSpec{DNSPolicy: pick(r, dnsPolicies), HostNetwork: r.IntN(3) == 0, Containers: []corev1.Container{{Name: "c"}}}}
 		pod.Namespace, pod.Name = pick(r, []string{"default", "ns"}), "p"
 		if r.IntN(2) == 0 {
