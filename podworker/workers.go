@@ -93,6 +93,7 @@ type options struct {
 	hostIPs      []string
 	jitter       func(time.Duration) time.Duration
 	cgroups      PodCgroups
+	admit        AdmitFunc
 }
 
 // PodCgroups makes each pod's cgroup before its sandbox, removes it once
@@ -249,6 +250,11 @@ type Workers struct {
 	listenMu    sync.Mutex
 	listeners   []listener // OnSync's; replaced, never changed in place
 	listenerSeq uint64
+
+	// admitMu runs admissions one at a time (WithAdmission); rejected,
+	// guarded by mu, holds the pods admission rejected (admit.go).
+	admitMu  sync.Mutex
+	rejected map[types.UID]struct{}
 }
 
 type worker struct {
@@ -272,6 +278,8 @@ type worker struct {
 	// running: the pod's loop (goroutine) runs; it ends when the pod is
 	// idle, and wakeLocked starts it again.
 	running bool
+	// admitted: admission took the pod (WithAdmission).
+	admitted bool
 }
 
 // New starts Workers over the syncer and their background loops; the
@@ -431,6 +439,9 @@ func (w *Workers) Upsert(pod *corev1.Pod) error {
 		return ErrClosed
 	}
 	p := w.pods[pod.UID]
+	if p == nil && w.wasRejectedLocked(pod.UID) {
+		return nil // rejected at admission: never run (WithAdmission)
+	}
 	if p == nil && pod.DeletionTimestamp == nil && (pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded) {
 		// A pod the API server has in a terminal phase is never run
 		// again (kubelet's IsPodPhaseTerminal): an evicted pod, or a
@@ -464,6 +475,9 @@ func (w *Workers) Delete(pod *corev1.Pod, gracePeriod *int64) error {
 		return ErrClosed
 	}
 	p := w.pods[pod.UID]
+	if p == nil && w.forgetRejectedLocked(pod.UID) {
+		return nil // rejected at admission: nothing of it ever ran
+	}
 	if p == nil {
 		p = &worker{uid: pod.UID, wake: make(chan struct{}, 1), pod: pod.DeepCopy()}
 		p.state.Pod = p.pod
@@ -935,6 +949,10 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 			retry := w.retryAfter(w.o.errorRetry)
 			w.record(p, PodState{Status: nil, Err: err, APIStatus: p.lastAPIStatus(w), NextSync: retry})
 			return retry, false
+		}
+		if !terminating && w.needsAdmission(p) && w.admitFirst(ctx, p, pod, status) {
+			cancel()
+			return time.Time{}, true // rejected: gone (admit.go)
 		}
 		if terminating {
 			r := w.syncer.KillPod(ctx, pod, status, grace)
