@@ -3,6 +3,7 @@ package podworker
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,19 +58,24 @@ func RejectedStatus(pod *corev1.Pod, err error, now metav1.Time) corev1.PodStatu
 }
 
 // admitFirst admits p before its first sync, or rejects it; rejected: p
-// was rejected and is gone from the Workers (its loop ends).
-func (w *Workers) admitFirst(ctx context.Context, p *worker, pod *corev1.Pod, status *podsync.PodStatus) (rejected bool) {
+// was rejected and is gone from the Workers (its loop ends). An error
+// (the runtime could not list its pods) decides nothing: the sync is
+// retried.
+func (w *Workers) admitFirst(ctx context.Context, p *worker, pod *corev1.Pod, status *podsync.PodStatus) (rejected bool, _ error) {
 	w.admitMu.Lock()
 	defer w.admitMu.Unlock()
 	var err error
 	if status == nil || (len(status.SandboxStatuses) == 0 && len(status.ContainerStatuses) == 0) {
+		if err := w.admitRunning(ctx, p); err != nil {
+			return false, err
+		}
 		err = w.o.admit(ctx, pod, w.admittedPods(p))
 	}
 	if err == nil {
 		w.mu.Lock()
 		p.admitted = true
 		w.mu.Unlock()
-		return false
+		return false, nil
 	}
 	final := RejectedStatus(pod, err, metav1.NewTime(w.o.clock.Now()))
 	w.mu.Lock()
@@ -89,7 +95,39 @@ func (w *Workers) admitFirst(ctx context.Context, p *worker, pod *corev1.Pod, st
 	w.removing--
 	w.idle.Broadcast()
 	w.mu.Unlock()
-	return true
+	return true, nil
+}
+
+// admitRunning marks admitted the held pods not yet decided that the
+// runtime has: a restarted agent's pods, whose loops have not reached
+// their first sync yet, count for the pod being admitted (kubelet, which
+// admits pods in order of creation, has admitted them first). One
+// ListPodSandbox and one ListContainers, only while such pods are held.
+func (w *Workers) admitRunning(ctx context.Context, p *worker) error {
+	w.mu.Lock()
+	undecided := false
+	for _, q := range w.pods {
+		if q != p && !q.admitted {
+			undecided = true
+			break
+		}
+	}
+	w.mu.Unlock()
+	if !undecided {
+		return nil
+	}
+	pods, err := podsync.ListPods(ctx, w.rt)
+	if err != nil {
+		return fmt.Errorf("admission: %w", err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, rp := range pods {
+		if q := w.pods[rp.UID]; q != nil && q != p {
+			q.admitted = true
+		}
+	}
+	return nil
 }
 
 // needsAdmission: p has not been admitted yet and the Workers admit pods.

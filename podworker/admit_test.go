@@ -7,12 +7,15 @@ import (
 	"sync"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstart/podstart/admission"
+	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/podworker"
 )
 
@@ -238,5 +241,71 @@ func TestRejectedStatus(t *testing.T) {
 	pod.Status.StartTime = &start
 	if st := podworker.RejectedStatus(pod, errors.New("boom"), now); !st.StartTime.Equal(&start) || st.Reason != "UnexpectedAdmissionError" || st.Message != "Pod was rejected: boom" {
 		t.Errorf("got %+v", st)
+	}
+}
+
+// After a restart, a pod the runtime runs counts for a new pod's
+// admission even when its own loop has not reached its first sync yet
+// (kubelet admitted it first, in order of creation): on a node with room
+// for one pod, the newcomer is rejected, the running pod keeps running.
+func TestAdmissionCountsRunningPodsNotYetSynced(t *testing.T) {
+	e := newEnv(t, nil)
+	survivor := testPod("survivor")
+	if err := e.workers.Upsert(survivor); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("pod running", []types.UID{survivor.UID}, running)
+	e.workers.Close()
+
+	// The survivor's first status read in the new process waits until
+	// the newcomer has been decided.
+	blocked, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	remove := e.fake.Intercept(func(ctx context.Context, method string, req proto.Message) error {
+		if r, ok := req.(*runtimeapi.ListPodSandboxRequest); ok && method == "ListPodSandbox" && r.GetFilter().GetLabelSelector()[podsync.LabelPodUID] == string(survivor.UID) {
+			once.Do(func() { close(blocked) })
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	defer remove()
+	r := newAdmitter(t, "1")
+	decided := make(chan podworker.PodState, 1)
+	w2 := podworker.New(e.syncer, podworker.WithAdmission(r.admit), podworker.WithRelistPeriod(0), podworker.WithOnSync(func(_ types.UID, st podworker.PodState) {
+		if st.Pod.Name == "newcomer" {
+			select {
+			case decided <- st:
+			default:
+			}
+		}
+	}))
+	defer w2.Close()
+	if err := w2.Upsert(survivor); err != nil {
+		t.Fatal(err)
+	}
+	<-blocked
+	if err := w2.Upsert(testPod("newcomer")); err != nil {
+		t.Fatal(err)
+	}
+	st := <-decided
+	close(release)
+	if !st.Removed || st.APIStatus.Reason != "OutOfpods" {
+		t.Errorf("newcomer: removed %v, reason %q: want rejected OutOfpods (the survivor counts)", st.Removed, st.APIStatus.Reason)
+	}
+	if err := w2.WaitIdle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := w2.Status(survivor.UID); !ok || !running(got) {
+		t.Error("the survivor does not run")
+	}
+	if _, asked := r.asked("survivor"); asked {
+		t.Error("the survivor was admitted again")
+	}
+	if n := e.fake.CallCount("RunPodSandbox"); n != 1 {
+		t.Errorf("%d sandboxes, want 1", n)
 	}
 }

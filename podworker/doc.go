@@ -75,8 +75,10 @@
 // with the pods of the API server). Workers admit only the pods the
 // runtime does not have: a pod an earlier agent process admitted and
 // started is taken as admitted, so a restarted agent never rejects a pod
-// it runs. Kubelet admits a batch of pods in order of creation; Workers
-// admit pods in the order their loops reach their first sync (an agent's
+// it runs; such a pod counts for the admission of new pods even before
+// its own first sync (the runtime is listed once while such pods wait).
+// Kubelet admits a batch of new pods in order of creation; Workers admit
+// new pods in the order their loops reach their first sync (an agent's
 // informer hands pods over one at a time).
 //
 // Kubelet keeps a terminated pod's containers until garbage collection and

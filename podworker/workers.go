@@ -950,9 +950,18 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 			w.record(p, PodState{Status: nil, Err: err, APIStatus: p.lastAPIStatus(w), NextSync: retry})
 			return retry, false
 		}
-		if !terminating && w.needsAdmission(p) && w.admitFirst(ctx, p, pod, status) {
-			cancel()
-			return time.Time{}, true // rejected: gone (admit.go)
+		if !terminating && w.needsAdmission(p) {
+			rejected, err := w.admitFirst(ctx, p, pod, status)
+			if err != nil {
+				cancel()
+				retry := w.retryAfter(w.o.errorRetry)
+				w.record(p, PodState{Status: status, Err: err, APIStatus: p.lastAPIStatus(w), NextSync: retry})
+				return retry, false
+			}
+			if rejected {
+				cancel()
+				return time.Time{}, true // gone (admit.go)
+			}
 		}
 		if terminating {
 			r := w.syncer.KillPod(ctx, pod, status, grace)
