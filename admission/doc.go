@@ -66,6 +66,10 @@
 //     in status.declaredFeatures, which podstart's node does not publish
 //     yet; podstart refuses what it does not support when it builds the
 //     pod's sandbox and containers (criconfig).
+//   - Kubelet's OS check writes kubernetes.io/os=<its OS> into its cached
+//     Node's labels when the label is missing or differs (a side effect
+//     later node affinity checks see); the Node is never changed here
+//     (nodestatus keeps the label right, as kubelet's status loop does).
 //   - Kubelet's handlers for a resize (podResizesAdmitHandler, reason
 //     Infeasible) are not part of admission here: podworker and podsync
 //     handle resizes.
