@@ -46,7 +46,10 @@ var rules = map[string]rule{
 	// mounts/fake: a Mounter in memory, for callers' tests.
 	"mounts/fake": {module: []string{"mounts"}, forbid: append([]string{grpc, "google.golang.org/protobuf", "k8s.io/cri-api"}, heavyDeps...)},
 	"criconfig":   {module: []string{"mounts", "validation", "internal/..."}, forbid: heavyDeps},
-	"images":      {module: []string{"credentials", "images/pullrecords", "runtime", "internal/..."}, forbid: heavyDeps},
+	// admission: kubelet's admit handlers, pure policy over API types
+	// beside criconfig (it imports nothing of the module).
+	"admission": {forbid: append([]string{grpc, "google.golang.org/protobuf", "k8s.io/cri-api"}, heavyDeps...)},
+	"images":    {module: []string{"credentials", "images/pullrecords", "runtime", "internal/..."}, forbid: heavyDeps},
 	// pullrecords is bookkeeping: files and policies, no podstart runtime;
 	// it reads its files through internal/statefile (shared with podsync),
 	// which imports nothing of the module.
@@ -60,7 +63,7 @@ var rules = map[string]rule{
 	// podstep: one sync of one pod and its API status, for tests and
 	// tools; beside podworker, which does the same in loops.
 	"podstep":   {module: []string{"podsync", "apistatus", "defaults", "validation"}, forbid: heavyDeps},
-	"podworker": {module: []string{"podsync", "apistatus", "probes", "runtime", "validation", "cgroups", "containerlogs", "imagegc", "eviction"}, forbid: heavyDeps},
+	"podworker": {module: []string{"podsync", "apistatus", "probes", "runtime", "validation", "cgroups", "containerlogs", "imagegc", "eviction", "admission", "criconfig"}, forbid: heavyDeps},
 	// The node around the pods (issue 24): cgroups is floor 3 (the tree,
 	// with values from criconfig); container logs, image GC and eviction
 	// are floor 6, each one node concern over runtime and podsync's views.

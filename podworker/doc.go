@@ -73,6 +73,14 @@
 // known (SourcesReady), it also removes pods on the node that the
 // Workers do not hold: orphans of an earlier agent process.
 //
+// With WithAdmission, a pod new to the node is admitted (kubelet's
+// HandlePodAdditions; admission.Admitter) before its first sync, one
+// admission at a time, against the pods admitted before it that are still
+// active. A rejected pod never reaches the runtime: the listeners hear it
+// once, removed, with kubelet's rejectPod status (RejectedStatus: Failed,
+// the handler's reason, "Pod was rejected: " and its message), and its
+// later upserts are ignored.
+//
 // Close stops every goroutine and waits for them; a sync in flight is
 // cancelled through its context. Nothing is killed by Close: a restarted
 // agent finds its pods running (podsync.ListPods) and upserts them again.
@@ -81,6 +89,16 @@
 // node's simulated minutes so).
 //
 // # Differences from kubelet
+//
+// Kubelet admits every pod again when it restarts (HandlePodAdditions
+// with the pods of the API server). Workers admit only the pods the
+// runtime does not have: a pod an earlier agent process admitted and
+// started is taken as admitted, so a restarted agent never rejects a pod
+// it runs; such a pod counts for the admission of new pods even before
+// its own first sync (the runtime is listed once while such pods wait).
+// Kubelet admits a batch of new pods in order of creation; Workers admit
+// new pods in the order their loops reach their first sync (an agent's
+// informer hands pods over one at a time).
 //
 // Kubelet keeps a terminated pod's containers until garbage collection and
 // its directories until the API server deletes the pod; a Workers removes

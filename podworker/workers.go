@@ -93,6 +93,7 @@ type options struct {
 	hostIPs      []string
 	jitter       func(time.Duration) time.Duration
 	cgroups      PodCgroups
+	admit        AdmitFunc
 
 	periodicRemount bool // WithPeriodicRemount (refresh.go)
 }
@@ -253,6 +254,11 @@ type Workers struct {
 	listenMu    sync.Mutex
 	listeners   []listener // OnSync's; replaced, never changed in place
 	listenerSeq uint64
+
+	// admitMu runs admissions one at a time (WithAdmission); rejected,
+	// guarded by mu, holds the pods admission rejected (admit.go).
+	admitMu  sync.Mutex
+	rejected map[types.UID]struct{}
 }
 
 type worker struct {
@@ -276,6 +282,8 @@ type worker struct {
 	// running: the pod's loop (goroutine) runs; it ends when the pod is
 	// idle, and wakeLocked starts it again.
 	running bool
+	// admitted: admission took the pod (WithAdmission).
+	admitted bool
 }
 
 // New starts Workers over the syncer and their background loops; the
@@ -440,6 +448,9 @@ func (w *Workers) Upsert(pod *corev1.Pod) error {
 		return ErrClosed
 	}
 	p := w.pods[pod.UID]
+	if p == nil && w.wasRejectedLocked(pod.UID) {
+		return nil // rejected at admission: never run (WithAdmission)
+	}
 	if p == nil && pod.DeletionTimestamp == nil && (pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded) {
 		// A pod the API server has in a terminal phase is never run
 		// again (kubelet's IsPodPhaseTerminal): an evicted pod, or a
@@ -473,6 +484,9 @@ func (w *Workers) Delete(pod *corev1.Pod, gracePeriod *int64) error {
 		return ErrClosed
 	}
 	p := w.pods[pod.UID]
+	if p == nil && w.forgetRejectedLocked(pod.UID) {
+		return nil // rejected at admission: nothing of it ever ran
+	}
 	if p == nil {
 		p = &worker{uid: pod.UID, wake: make(chan struct{}, 1), pod: pod.DeepCopy()}
 		p.state.Pod = p.pod
@@ -950,6 +964,19 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 			retry := w.retryAfter(w.o.errorRetry)
 			w.record(p, PodState{Status: nil, Err: err, APIStatus: p.lastAPIStatus(w), NextSync: retry})
 			return retry, false
+		}
+		if !terminating && w.needsAdmission(p) {
+			rejected, err := w.admitFirst(ctx, p, pod, status)
+			if err != nil {
+				cancel()
+				retry := w.retryAfter(w.o.errorRetry)
+				w.record(p, PodState{Status: status, Err: err, APIStatus: p.lastAPIStatus(w), NextSync: retry})
+				return retry, false
+			}
+			if rejected {
+				cancel()
+				return time.Time{}, true // gone (admit.go)
+			}
 		}
 		if terminating {
 			r := w.syncer.KillPod(ctx, pod, status, grace)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log"
 	"sync"
@@ -89,6 +88,11 @@ type Config struct {
 	// Evicted), new pods refused as kubelet's admission refuses them, and
 	// the pressure conditions reported on the Node. Nil: none.
 	Eviction []eviction.Threshold
+	// AllowedUnsafeSysctls is kubelet's --allowed-unsafe-sysctls: the
+	// sysctls (names, or prefixes ending in "*") pods may set besides
+	// kubelet's safe ones for this kernel; admission rejects a pod setting
+	// any other (SysctlForbidden).
+	AllowedUnsafeSysctls []string
 	// Mounter mounts the tmpfs of Secret, downward API, projected and
 	// Memory emptyDir volumes and unmounts them when pods go (nil: the
 	// host's; the agent then needs CAP_SYS_ADMIN, as kubelet does). Tests
@@ -106,13 +110,10 @@ type agent struct {
 	host    criconfig.Node // the node as criconfig sees it, read from the host
 	workers *podworker.Workers
 	evicter atomic.Pointer[eviction.Manager] // nil: no eviction
-	// rejected takes a pod admission refused: its status is written
-	// Failed and it is never run (kubelet's rejectPod).
-	rejected func(*corev1.Pod, corev1.PodStatus)
-	volumes  *apiobjects.Volumes
-	watches  *objectWatches  // the Secrets and ConfigMaps the pods refer to
-	pods     cache.Store     // the informer's pods bound to this node
-	stats    *stats.Provider // nil on a runtime without CRI stats
+	volumes *apiobjects.Volumes
+	watches *objectWatches  // the Secrets and ConfigMaps the pods refer to
+	pods    cache.Store     // the informer's pods bound to this node
+	stats   *stats.Provider // nil on a runtime without CRI stats
 }
 
 // Run runs the agent until ctx ends. Pods keep running on the runtime when
@@ -245,7 +246,11 @@ func Run(ctx context.Context, cfg Config) error {
 		imageGC = gc
 		wg.Go(func() { gc.Run(ctx) })
 	}
-	workerOpts = append(workerOpts,
+	admit, err := a.newAdmission(heartbeat, recorder)
+	if err != nil {
+		return err
+	}
+	workerOpts = append(workerOpts, podworker.WithAdmission(admit),
 		podworker.WithRuntimeName(v.RuntimeName), podworker.WithHostIPs(hostIPs...),
 		podworker.WithProbes(prober), podworker.WithPullSecrets(func(ctx context.Context, pod *corev1.Pod) ([]corev1.Secret, error) {
 			a.trace(pod, "sync", 0, false)
@@ -281,9 +286,6 @@ func Run(ctx context.Context, cfg Config) error {
 				log.Println("nodeagent:", err)
 			}
 		}()
-	}
-	a.rejected = func(pod *corev1.Pod, st corev1.PodStatus) {
-		statuses.OnSync(pod.UID, podworker.PodState{Pod: pod, APIStatus: st, Removed: true})
 	}
 	if cfg.Eviction != nil {
 		m, err := a.newEviction(recorder, imageGC, node.UID)
@@ -339,7 +341,9 @@ func (a *agent) podChanged(obj any) {
 	var err error
 	if pod.DeletionTimestamp != nil {
 		err = a.workers.Delete(pod, pod.DeletionGracePeriodSeconds)
-	} else if a.admit(pod) {
+	} else {
+		// Admission (kubelet's, podworker.WithAdmission) runs before the
+		// pod's first sync; a rejected pod is never run.
 		if err = a.workers.Upsert(pod); err == nil {
 			a.watches.setPod(pod)
 		}
@@ -453,27 +457,6 @@ func (k evictions) ActivePods() []*corev1.Pod {
 
 func (k evictions) Evict(_ context.Context, e eviction.Eviction) error {
 	return k.a.workers.Evict(e.Pod, e.GracePeriodSeconds, func(s *corev1.PodStatus) { e.Status(s, metav1.Now()) })
-}
-
-// admit is kubelet's eviction admission for a pod the workers do not run
-// yet: under node pressure, a refused pod gets its Failed status
-// (reason Evicted, kubelet's message) and is never run.
-func (a *agent) admit(pod *corev1.Pod) bool {
-	m := a.evicter.Load()
-	if m == nil {
-		return true
-	}
-	if _, held := a.workers.Status(pod.UID); held {
-		return true
-	}
-	var refused *eviction.AdmitError
-	if err := m.Admit(pod); errors.As(err, &refused) {
-		st := pod.Status
-		st.Phase, st.Reason, st.Message = corev1.PodFailed, refused.Reason(), refused.Message()
-		a.rejected(pod, st)
-		return false
-	}
-	return true
 }
 
 // pressure reports a condition of the eviction manager (false without one).

@@ -54,7 +54,7 @@ func TestEvictionAdmission(t *testing.T) {
 	eventually(t, "the BestEffort pod refused", func() bool {
 		p, ok := h.get(t, "besteffort")
 		return ok && p.Status.Phase == corev1.PodFailed && p.Status.Reason == "Evicted" &&
-			p.Status.Message == "The node had condition: [MemoryPressure]. "
+			p.Status.Message == "Pod was rejected: The node had condition: [MemoryPressure]. "
 	})
 	eventually(t, "the Burstable pod running", func() bool {
 		p, ok := h.get(t, "burstable")

@@ -66,11 +66,12 @@ func main() {
 	rotate := flag.Bool("rotate-server-certificates", false, "request the serving certificate through a CertificateSigningRequest to kubernetes.io/kubelet-serving and renew it (kubelet's serverTLSBootstrap); someone must approve it")
 	imageGC := flag.Bool("image-gc", true, "collect unused images at kubelet's thresholds, 85% and 80% (ignored on the fake runtime)")
 	evict := flag.Bool("eviction", true, "evict pods under node pressure at kubelet's hard thresholds (ignored on the fake runtime)")
+	unsafeSysctls := flag.String("allowed-unsafe-sysctls", "", `comma-separated unsafe sysctls or patterns ("kernel.msg*", "net.core.somaxconn") pods may set besides the safe ones (kubelet's --allowed-unsafe-sysctls); others are rejected at admission (SysctlForbidden)`)
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	api := apiFlags{addr: *apiAddr, clientCA: *clientCA, certFile: *certFile, keyFile: *keyFile, rotate: *rotate}
+	api := apiFlags{addr: *apiAddr, clientCA: *clientCA, certFile: *certFile, keyFile: *keyFile, rotate: *rotate, unsafeSysctls: splitNonEmpty(*unsafeSysctls)}
 	if err := run(ctx, *kubeconfig, *nodeName, *endpoint, *rootDir, *logsDir, *clusterDNS, *clusterDomain, *resolvConf, *driver, *perQOS, *imageGC, *evict, api); err != nil {
 		fmt.Fprintln(os.Stderr, "nodeagent:", err)
 		os.Exit(1)
@@ -127,7 +128,7 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 	if err != nil {
 		return err
 	}
-	return Run(ctx, Config{
+	agentCfg := Config{
 		NodeAPI:       nodeAPI,
 		PodCgroups:    podCgroups,
 		ImageGC:       gcPolicy,
@@ -143,7 +144,9 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 		ClusterDomain: clusterDomain,
 		ResolvConf:    resolvConf,
 		NoResolvConf:  resolvConf == "",
-	})
+	}
+	agentCfg.AllowedUnsafeSysctls = api.unsafeSysctls
+	return Run(ctx, agentCfg)
 }
 
 func splitNonEmpty(s string) []string {
@@ -190,6 +193,7 @@ func hostCgroups(ctx context.Context, rootDir, driver string) (*cgroups.Manager,
 type apiFlags struct {
 	addr, clientCA, certFile, keyFile string
 	rotate                            bool
+	unsafeSysctls                     []string // -allowed-unsafe-sysctls, carried with these
 }
 
 // nodeAPI listens and finds the serving certificate as kubelet would with
