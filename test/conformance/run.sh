@@ -12,19 +12,20 @@
 #                                            (bash test/conformance/run.sh --down)
 #
 # Needs root, Debian's packages and the Go module proxy; nothing else. State,
-# logs and the reports (report.json, junit.xml, summary.md) go to
-# $PODSTART_E2E_DIR (/tmp/podstart-conf); its registries listen on
-# PODSTART_E2E_AUTH_PORT/PODSTART_E2E_OPEN_PORT (5250/5251), the node API on
-# PODSTART_CONF_NODE_API_PORT (10260), so it runs beside the other tiers.
+# logs and the reports (report/: report.json, junit.xml, summary.md) go to
+# $PODSTART_CONF_DIR (/tmp/podstart-conf); its registries listen on
+# PODSTART_CONF_AUTH_PORT/PODSTART_CONF_OPEN_PORT (5250/5251), the node API on
+# PODSTART_CONF_NODE_API_PORT (10260), so it runs beside the other tiers
+# (their PODSTART_E2E_* settings are not read: env.sh gets these).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 export PATH="/usr/local/go/bin:$PATH"
-export PODSTART_E2E_DIR=${PODSTART_E2E_DIR:-/tmp/podstart-conf}
-export PODSTART_E2E_AUTH_PORT=${PODSTART_E2E_AUTH_PORT:-5250}
-export PODSTART_E2E_OPEN_PORT=${PODSTART_E2E_OPEN_PORT:-5251}
+export PODSTART_E2E_DIR=${PODSTART_CONF_DIR:-/tmp/podstart-conf}
+export PODSTART_E2E_AUTH_PORT=${PODSTART_CONF_AUTH_PORT:-5250}
+export PODSTART_E2E_OPEN_PORT=${PODSTART_CONF_OPEN_PORT:-5251}
 export PODSTART_E2E_CONTAINERD=2 PODSTART_E2E_CNI=bridge
-export PODSTART_E2E_POD_CIDR=${PODSTART_E2E_POD_CIDR:-10.88.0.0/24}
+export PODSTART_E2E_POD_CIDR=${PODSTART_CONF_POD_CIDR:-10.88.0.0/24}
 DIR=$PODSTART_E2E_DIR
 BIN=$DIR/bin
 NODE=podstart-conf
