@@ -8,6 +8,7 @@
 #   bash test/conformance/run.sh --subset    only the specs in ci-subset.txt
 #   bash test/conformance/run.sh --focus RE  only the specs in scope matching RE
 #   bash test/conformance/run.sh --procs N   N parallel ginkgo processes (6)
+#   bash test/conformance/run.sh --no-build  use the binaries already in $DIR/bin
 #   bash test/conformance/run.sh --keep      leave the cluster up afterwards
 #                                            (bash test/conformance/run.sh --down)
 #
@@ -34,7 +35,7 @@ CGROUP_ROOT=/podstart-conformance
 say() { echo "conformance: $*" >&2; }
 running() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
-slow=no subset=no focus= procs=6 keep=no
+slow=no subset=no focus= procs=6 keep=no build=yes
 while [ $# -gt 0 ]; do
 	case $1 in
 	--slow) slow=yes ;;
@@ -42,8 +43,9 @@ while [ $# -gt 0 ]; do
 	--focus) focus=$2; shift ;;
 	--procs) procs=$2; shift ;;
 	--keep) keep=yes ;;
+	--no-build) build=no ;;
 	--down) down_only=yes ;;
-	*) echo "usage: $0 [--slow] [--subset] [--focus RE] [--procs N] [--keep] | --down" >&2; exit 2 ;;
+	*) echo "usage: $0 [--slow] [--subset] [--focus RE] [--procs N] [--no-build] [--keep] | --down" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -102,8 +104,10 @@ mkdir -p "$BIN"
 
 # --- build (each cached after the first; a warm run is links)
 tb=$SECONDS
-bash "$repo/test/cluster/build.sh"
-bash "$here/build.sh"
+if [ $build = yes ]; then
+	bash "$repo/test/cluster/build.sh"
+	bash "$here/build.sh"
+fi
 (cd "$repo" && GOFLAGS=-buildvcs=false go build -o "$BIN/nodeagent" ./examples/nodeagent &&
 	GOFLAGS=-buildvcs=false go build -o "$BIN/controlplane" ./test/conformance/controlplane &&
 	GOFLAGS=-buildvcs=false go build -o "$BIN/summary" ./test/conformance/summary)
@@ -138,7 +142,12 @@ setsid "$BIN/nodeagent" -kubeconfig "$NODE_KUBECONFIG" -node-name "$NODE" -cri "
 	-root-dir "$DIR/agent" -cgroup-root "$CGROUP_ROOT" -node-api-address ":$NODE_API_PORT" -client-ca-file "$CA_FILE" \
 	>"$DIR/nodeagent.log" 2>&1 </dev/null &
 echo $! >"$DIR/nodeagent.pid"
-if ! "$BIN/kubectl" wait --for=condition=Ready "node/$NODE" --timeout=120s >/dev/null 2>&1; then
+for _ in $(seq 120); do
+	[ "$("$BIN/kubectl" get node "$NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ] && break
+	running "$DIR/nodeagent.pid" || break
+	sleep 1
+done
+if [ "$("$BIN/kubectl" get node "$NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" != True ]; then
 	say "node $NODE not Ready in 2 minutes"; tail -30 "$DIR/nodeagent.log" >&2; exit 1
 fi
 say "cluster and node up in $((SECONDS - t0))s (build ${build_time}s)"
@@ -160,6 +169,7 @@ if [ $subset = yes ]; then
 	focus_re="($focus_re).*($sub)|($sub).*($focus_re)"
 fi
 [ -z "$focus" ] || focus_re="($focus_re).*($focus)|($focus).*($focus_re)"
+export KUBE_TEST_REPO_LIST=$DIR/repo-list.yaml
 report=$DIR/report
 rm -rf "$report" && mkdir -p "$report"
 ts=$SECONDS
