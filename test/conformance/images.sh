@@ -9,11 +9,13 @@
 #       adds that specs use: /agnhost-2, porter's localhost.crt and .key,
 #       /uploads, user-defined-in-image (1000) in group-defined-in-image
 #       (50000); entrypoint /agnhost, cmd pause
-#   e2e-test-images/busybox:1.37.0-2  Debian's busybox-static applets with
-#       /bin/sh (and /bin/bash) Debian's bash-static: busybox 1.35's sh drops
+#   e2e-test-images/busybox:1.37.0-2  Debian's busybox-static applets;
+#       /bin/sh is sh/ (a static Go program): busybox 1.35's sh drops
 #       environment variables whose names are not shell identifiers
-#       (upstream's busybox 1.37 keeps them, and specs rely on it); bash
-#       passes them on
+#       (upstream's busybox 1.37 keeps them, and specs rely on it), so with
+#       such a variable it runs Debian's bash-static (/bin/bash), which
+#       passes them on, and busybox's sh otherwise (specs also compare
+#       busybox's own messages)
 #   e2e-test-images/nonroot:1.5       that busybox, USER 1234 (upstream's)
 #   e2e-test-images/nonewprivs:1.4    that busybox with upstream's nnp
 #       (built from the module) setuid root at /usr/local/bin/nnp
@@ -59,7 +61,7 @@ busybox_root() { # dir
 		case $applet in busybox | sh | bash) ;; *) ln -s busybox "$r/bin/$applet" ;; esac
 	done
 	cp /usr/bin/bash-static "$r/bin/bash"
-	ln -s bash "$r/bin/sh"
+	cp "$B/sh" "$r/bin/sh"
 	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$r/etc/passwd"
 	printf 'root:x:0:\nnobody:x:65534:\n' >"$r/etc/group"
 	chmod 1777 "$r/tmp"
@@ -80,6 +82,7 @@ for b in agnhost nnp; do
 	[ -x "$DIR/bin/$b" ] || { say "missing $DIR/bin/$b: run bash test/conformance/build.sh"; exit 1; }
 done
 
+(cd "$here/../.." && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -ldflags '-s -w' -o "$B/sh" ./test/conformance/sh)
 busybox_root "$B/busybox"
 tarof "$B/busybox" "$B/busybox.tar"
 
