@@ -8,7 +8,8 @@
 #       (build.sh), on the busybox root below, with what upstream's image
 #       adds that specs use: /agnhost-2, porter's localhost.crt and .key,
 #       /uploads, user-defined-in-image (1000) in group-defined-in-image
-#       (50000); entrypoint /agnhost, cmd pause
+#       (50000), and a curl (curl/: "curl URL", what the exec hooks run;
+#       upstream's has Alpine's); entrypoint /agnhost, cmd pause
 #   e2e-test-images/busybox:1.37.0-2  Debian's busybox-static applets;
 #       /bin/sh is sh/ (a static Go program): busybox 1.35's sh drops
 #       environment variables whose names are not shell identifiers
@@ -86,7 +87,8 @@ done
 busybox_root "$B/busybox"
 tarof "$B/busybox" "$B/busybox.tar"
 
-r=$B/agnhost && rm -rf "$r" && mkdir -p "$r/uploads" "$r/etc"
+r=$B/agnhost && rm -rf "$r" && mkdir -p "$r/uploads" "$r/etc" "$r/usr/bin"
+(cd "$here/../.." && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -ldflags '-s -w' -o "$r/usr/bin/curl" ./test/conformance/curl)
 cp "$DIR/bin/agnhost" "$r/agnhost" && ln -s agnhost "$r/agnhost-2"
 cp "$K8S/test/images/agnhost/porter/localhost.crt" "$K8S/test/images/agnhost/porter/localhost.key" "$r/"
 cat "$B/busybox/etc/passwd" >"$r/etc/passwd" && echo 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' >>"$r/etc/passwd"
