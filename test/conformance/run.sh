@@ -7,7 +7,7 @@
 #   bash test/conformance/run.sh --slow      and the [Slow] ones
 #   bash test/conformance/run.sh --subset    only the specs in ci-subset.txt
 #   bash test/conformance/run.sh --focus RE  only the specs in scope matching RE
-#   bash test/conformance/run.sh --procs N   N parallel ginkgo processes (6)
+#   bash test/conformance/run.sh --procs N   N parallel ginkgo processes (8)
 #   bash test/conformance/run.sh --no-build  use the binaries already in $DIR/bin
 #   bash test/conformance/run.sh --keep      leave the cluster up afterwards
 #                                            (bash test/conformance/run.sh --down)
@@ -35,7 +35,7 @@ CGROUP_ROOT=/podstart-conformance
 say() { echo "conformance: $*" >&2; }
 running() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
-slow=no subset=no focus= procs=6 keep=no build=yes
+slow=no subset=no focus= procs=8 keep=no build=yes
 while [ $# -gt 0 ]; do
 	case $1 in
 	--slow) slow=yes ;;
