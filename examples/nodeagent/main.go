@@ -57,6 +57,7 @@ func main() {
 	clusterDNS := flag.String("cluster-dns", "", "comma-separated DNS server IPs for ClusterFirst pods (kubelet's --cluster-dns)")
 	clusterDomain := flag.String("cluster-domain", "cluster.local", "the cluster's DNS domain (kubelet's --cluster-domain, whose default is none; kubeadm clusters use cluster.local)")
 	resolvConf := flag.String("resolv-conf", criconfig.DefaultResolvConf, `the host resolv.conf for pods with the Default DNS policy, and ClusterFirst ones without -cluster-dns (kubelet's --resolv-conf); "" for none`)
+	cgroupRoot := flag.String("cgroup-root", "", `kubelet's --cgroup-root: the cgroup (an existing cgroupfs path) the QoS and pod cgroups go under; "" for "/"`)
 	perQOS := flag.Bool("cgroups-per-qos", true, "make kubelet's QoS and pod cgroups (kubelet's --cgroups-per-qos; ignored on the fake runtime)")
 	driver := flag.String("cgroup-driver", cgroups.DriverCgroupfs, `kubelet's --cgroup-driver: "cgroupfs", or "systemd" (slices made through systemd's D-Bus API; the runtime must use systemd cgroups too)`)
 	apiAddr := flag.String("node-api-address", ":10250", `where to serve kubelet's node API (logs, exec, attach, port-forward, stats; kubelet's --address and --port); "" for none`)
@@ -72,13 +73,13 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	api := apiFlags{addr: *apiAddr, clientCA: *clientCA, certFile: *certFile, keyFile: *keyFile, rotate: *rotate, unsafeSysctls: splitNonEmpty(*unsafeSysctls)}
-	if err := run(ctx, *kubeconfig, *nodeName, *endpoint, *rootDir, *logsDir, *clusterDNS, *clusterDomain, *resolvConf, *driver, *perQOS, *imageGC, *evict, api); err != nil {
+	if err := run(ctx, *kubeconfig, *nodeName, *endpoint, *rootDir, *logsDir, *clusterDNS, *clusterDomain, *resolvConf, *cgroupRoot, *driver, *perQOS, *imageGC, *evict, api); err != nil {
 		fmt.Fprintln(os.Stderr, "nodeagent:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, clusterDNS, clusterDomain, resolvConf, driver string, perQOS, imageGC, evict bool, api apiFlags) error {
+func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, clusterDNS, clusterDomain, resolvConf, cgroupRoot, driver string, perQOS, imageGC, evict bool, api apiFlags) error {
 	if nodeName == "" {
 		h, err := os.Hostname()
 		if err != nil {
@@ -110,7 +111,7 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 		defer c.Close()
 		rt = c
 		if perQOS {
-			m, err := hostCgroups(ctx, rootDir, driver)
+			m, err := hostCgroups(ctx, rootDir, cgroupRoot, driver)
 			if err != nil {
 				return err
 			}
@@ -133,6 +134,7 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 		PodCgroups:    podCgroups,
 		ImageGC:       gcPolicy,
 		Eviction:      thresholds,
+		CgroupRoot:    cgroupRoot,
 		CgroupDriver:  driver,
 		Client:        client,
 		Runtime:       rt,
@@ -163,13 +165,13 @@ func setKubeletRateLimits(cfg *rest.Config) {
 	cfg.QPS, cfg.Burst = 50, 100
 }
 
-// hostCgroups makes kubelet's QoS cgroups on this host (cgroup root "/",
+// hostCgroups makes kubelet's QoS cgroups on this host (under cgroupRoot,
 // node allocatable enforced on kubepods: capacity minus no reservation, as
 // kubelet without --kube-reserved and --system-reserved) under driver, and
 // returns the manager that makes the pods'. Under the systemd driver each
 // cgroup is a slice started through systemd's D-Bus API; the connection
 // lives as long as the agent.
-func hostCgroups(ctx context.Context, rootDir, driver string) (*cgroups.Manager, error) {
+func hostCgroups(ctx context.Context, rootDir, cgroupRoot, driver string) (*cgroups.Manager, error) {
 	tree, err := cgroups.DetectTree("")
 	if err != nil {
 		return nil, err
@@ -182,7 +184,7 @@ func hostCgroups(ctx context.Context, rootDir, driver string) (*cgroups.Manager,
 		}
 		opts = append(opts, cgroups.WithSystemd(conn))
 	}
-	m, err := cgroups.NewManager(tree, criconfig.Node{RootDir: rootDir, CgroupDriver: driver}, opts...)
+	m, err := cgroups.NewManager(tree, criconfig.Node{RootDir: rootDir, CgroupRoot: cgroupRoot, CgroupDriver: driver}, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -342,8 +342,8 @@ func (c *Cluster) tail(name string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// PIDs returns the process IDs of etcd and kube-apiserver that have not
-// exited, by name.
+// PIDs returns the process IDs of etcd, kube-apiserver and (once
+// started) the controllers that have not exited, by name.
 func (c *Cluster) PIDs() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -358,9 +358,10 @@ func (c *Cluster) PIDs() map[string]int {
 	return pids
 }
 
-// Stop stops kube-apiserver, then etcd: SIGTERM to each one's process
-// group, SIGKILL after 10 seconds, and waits until each has exited. It can
-// be called more than once. The files stay in Dir.
+// Stop stops what it started in reverse order (the controllers, then
+// kube-apiserver, then etcd): SIGTERM to each one's process group, SIGKILL
+// after 10 seconds, and waits until each has exited. It can be called more
+// than once. The files stay in Dir.
 func (c *Cluster) Stop() error {
 	if c == nil {
 		return nil

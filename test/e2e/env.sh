@@ -15,7 +15,9 @@
 # It also installs dbus-daemon, for the cgroups package's systemd wire test
 # (a private bus; no systemd runs).
 # Knobs: PODSTART_E2E_DIR (/tmp/podstart-e2e), PODSTART_E2E_AUTH_PORT (5050),
-# PODSTART_E2E_OPEN_PORT (5051), PODSTART_E2E_CONTAINERD (1.6, or 2). Two
+# PODSTART_E2E_OPEN_PORT (5051), PODSTART_E2E_CONTAINERD (1.6, or 2),
+# PODSTART_E2E_CNI (stub, or bridge: a real pod network, see write_cni) and
+# PODSTART_E2E_POD_CIDR (the bridge network's subnet, 10.88.0.0/24). Two
 # environments run side by side with different DIRs and ports; $DIR/env
 # exports all four, so a test that calls env.sh acts on its own one.
 set -euo pipefail
@@ -31,6 +33,12 @@ CD=$DIR/containerd
 SOCK=$CD/containerd.sock
 CRANE=$DIR/bin/crane
 CONTAINERD_MAJOR=${PODSTART_E2E_CONTAINERD:-1.6}
+CNI=${PODSTART_E2E_CNI:-stub}
+POD_CIDR=${PODSTART_E2E_POD_CIDR:-10.88.0.0/24}
+case "$CNI" in
+stub | bridge) ;;
+*) echo "e2e-env: PODSTART_E2E_CNI is stub or bridge, not $CNI" >&2; exit 2 ;;
+esac
 case "$CONTAINERD_MAJOR" in
 1.6) CONTAINERD=containerd RUNC=runc ;;
 2) CONTAINERD=$DIR/bin/containerd RUNC=$DIR/bin/runc ;;
@@ -51,7 +59,9 @@ retry() { # retry <tenths of a second> <command...>
 
 install_packages() {
 	local missing=()
-	for p in containerd runc docker-registry busybox-static apache2-utils curl iproute2 util-linux dbus-daemon; do
+	local want=(containerd runc docker-registry busybox-static apache2-utils curl iproute2 util-linux dbus-daemon)
+	[ "$CNI" = bridge ] && want+=(containernetworking-plugins)
+	for p in "${want[@]}"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 	done
 	[ ${#missing[@]} -eq 0 ] && return
@@ -148,6 +158,8 @@ push_images() { # registry
 # is created on the host's side.
 write_cni() {
 	mkdir -p "$CD/cni/bin" "$CD/cni/net.d"
+	# Never write through a link an earlier PODSTART_E2E_CNI=bridge made.
+	rm -f "$CD/cni/bin/podstart-stub" "$CD/cni/bin/loopback" "$CD/cni/bin/bridge" "$CD/cni/bin/host-local"
 	cat >"$CD/cni/bin/podstart-stub" <<'SH'
 #!/bin/sh
 set -eu
@@ -184,7 +196,28 @@ VERSION) echo "{\"cniVersion\":\"$version\",\"supportedVersions\":[\"0.3.1\",\"0
 esac
 SH
 	chmod +x "$CD/cni/bin/podstart-stub" "$CD/cni/bin/loopback"
+	if [ "$CNI" = bridge ]; then
+		write_cni_bridge
+		return
+	fi
 	echo '{"cniVersion":"1.0.0","name":"podstart-e2e","plugins":[{"type":"podstart-stub"}]}' >"$CD/cni/net.d/10-podstart.conflist"
+}
+
+# PODSTART_E2E_CNI=bridge: a real pod network from Debian's
+# containernetworking-plugins. Each pod gets an address of POD_CIDR
+# (host-local, its state under $CD/cni) on a bridge named for this
+# environment's port, which is the pods' gateway, so the node reaches pod
+# IPs (probes, HTTP lifecycle hooks) and pods reach each other. No
+# masquerade and no portmap: both need iptables, which this VM lacks, and
+# nothing here leaves the node.
+write_cni_bridge() {
+	local p
+	for p in bridge host-local loopback; do ln -sf "/usr/lib/cni/$p" "$CD/cni/bin/$p"; done
+	cat >"$CD/cni/net.d/10-podstart.conflist" <<JSON
+{"cniVersion":"1.0.0","name":"podstart-e2e-$AUTH_PORT","plugins":[
+ {"type":"bridge","bridge":"podstart$AUTH_PORT","isGateway":true,"ipMasq":false,"hairpinMode":true,
+  "ipam":{"type":"host-local","ranges":[[{"subnet":"$POD_CIDR"}]],"dataDir":"$CD/cni/ipam"}}]}
+JSON
 }
 
 # containerd 2's config (version 3) with the 1.6 configuration's meaning:
@@ -316,6 +349,7 @@ export PODSTART_E2E_DIR=$DIR
 export PODSTART_E2E_CONTAINERD=$CONTAINERD_MAJOR
 export PODSTART_E2E_AUTH_PORT=$AUTH_PORT
 export PODSTART_E2E_OPEN_PORT=$OPEN_PORT
+export PODSTART_E2E_CNI=$CNI
 ENV
 	say "ready in $((SECONDS - t0))s: $("$CONTAINERD" --version | awk '{print $3}') at unix://$SOCK; env in $DIR/env"
 }
@@ -357,6 +391,8 @@ down() {
 			umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
 		done
 	fi
+	# The bridge PODSTART_E2E_CNI=bridge made, named for this environment.
+	if ip link show "podstart$AUTH_PORT" type bridge >/dev/null 2>&1; then ip link del "podstart$AUTH_PORT" 2>/dev/null || true; fi
 	if [ "${1:-}" = --purge ]; then rm -rf "$DIR"; fi
 	say "stopped"
 }
