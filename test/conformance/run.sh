@@ -187,6 +187,8 @@ suite_time=$((SECONDS - ts))
 say "suite ran in ${suite_time}s (ginkgo exit $rc; log $report/ginkgo.log)"
 sargs=(-report "$report/report.json" -skips "$here/skips.txt" -markdown "$report/summary.md")
 [ $slow = no ] || sargs+=(-slow)
+if [ $subset = yes ]; then sargs+=(-selected "--subset, ci-subset.txt"); fi
+if [ -n "$focus" ]; then sargs+=(-selected "--focus $focus"); fi
 set +e
 "$BIN/summary" "${sargs[@]}"
 src=$?

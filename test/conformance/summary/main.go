@@ -65,8 +65,9 @@ func main() {
 	withSlow := flag.Bool("slow", false, "[Slow] specs are in scope")
 	top := flag.Int("slowest", 15, "how many of the slowest specs to list")
 	markdown := flag.String("markdown", "", "also write the summary as Markdown to this file")
+	selected := flag.String("selected", "", `the run chose some specs (run.sh --subset or --focus, named here): specs in scope it did not run are counted apart, not as skipped`)
 	flag.Parse()
-	ok, err := run(os.Stdout, *reportPath, *skipsPath, *withSlow, *top, *markdown)
+	ok, err := run(os.Stdout, *reportPath, *skipsPath, *withSlow, *top, *markdown, *selected)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "summary:", err)
 		os.Exit(2)
@@ -120,7 +121,7 @@ func firstLine(s string, max int) string {
 	return s
 }
 
-func run(out io.Writer, reportPath, skipsPath string, withSlow bool, top int, markdown string) (bool, error) {
+func run(out io.Writer, reportPath, skipsPath string, withSlow bool, top int, markdown, selected string) (bool, error) {
 	data, err := os.ReadFile(reportPath)
 	if err != nil {
 		return false, err
@@ -138,6 +139,7 @@ func run(out io.Writer, reportPath, skipsPath string, withSlow bool, top int, ma
 		d               time.Duration
 	}
 	var passed, failed, listed, skippedAtRun, notRun []result
+	unselected := 0
 	var wall time.Duration
 	used := map[int]bool{}
 	for _, r := range reports {
@@ -173,6 +175,8 @@ func run(out io.Writer, reportPath, skipsPath string, withSlow bool, top int, ma
 			case s.State == "skipped" && s.Failure.Message != "":
 				res.why = firstLine(s.Failure.Message, 300)
 				skippedAtRun = append(skippedAtRun, res)
+			case s.State == "skipped" && selected != "":
+				unselected++
 			case s.State == "skipped":
 				res.why = "not run (no reason recorded: filtered out, or the suite stopped)"
 				notRun = append(notRun, res)
@@ -186,13 +190,20 @@ func run(out io.Writer, reportPath, skipsPath string, withSlow bool, top int, ma
 		}
 	}
 	inScope := len(passed) + len(failed) + len(listed) + len(skippedAtRun) + len(notRun)
+	what := "in scope"
+	if selected != "" {
+		what = "chosen"
+	}
 	var b strings.Builder
 	scope := "[NodeConformance] and [Conformance] specs of test/e2e/common/{node,storage}, without [Serial], [Disruptive], [Flaky]"
 	if !withSlow {
 		scope += ", [Slow]"
 	}
-	fmt.Fprintf(&b, "## Node conformance: %d in scope, %d passed, %d failed, %d skipped\n\n", inScope, len(passed), len(failed), len(listed)+len(skippedAtRun)+len(notRun))
+	fmt.Fprintf(&b, "## Node conformance: %d %s, %d passed, %d failed, %d skipped\n\n", inScope, what, len(passed), len(failed), len(listed)+len(skippedAtRun)+len(notRun))
 	fmt.Fprintf(&b, "Scope: %s. Wall time of the run: %s.\n\n", scope, wall.Round(time.Second))
+	if selected != "" {
+		fmt.Fprintf(&b, "This run chose its specs (%s): the %d specs in scope it did not choose are not counted above.\n\n", selected, unselected)
+	}
 	section := func(title string, rs []result, withWhy bool) {
 		if len(rs) == 0 {
 			return
