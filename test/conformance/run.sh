@@ -120,6 +120,12 @@ bash "$repo/test/e2e/env.sh" up
 . "$DIR/env"
 OPEN_REG=127.0.0.1:$PODSTART_E2E_OPEN_PORT
 bash "$here/images.sh" "$OPEN_REG"
+# What an earlier run pulled would be used as it is (IfNotPresent): drop it,
+# all but the sandbox image, so this run gets the images just pushed.
+sock=${PODSTART_CRI_ENDPOINT#unix://}
+for ref in $(ctr --address "$sock" -n k8s.io images ls -q 2>/dev/null | grep "^$OPEN_REG/" | grep -v "^$OPEN_REG/pause:3.9$"); do
+	ctr --address "$sock" -n k8s.io images rm "$ref" >/dev/null 2>&1 || true
+done
 
 # --- control plane
 trap 'if [ $keep = no ]; then down; fi' EXIT
