@@ -172,7 +172,7 @@ if [ $subset = yes ]; then
 		case $line in '' | '#'*) continue ;; esac
 		sub+="${sub:+|}$line"
 	done <"$here/ci-subset.txt"
-	focus_re="($focus_re).*($sub)|($sub).*($focus_re)"
+	focus_re=$sub # full names, tags included
 fi
 [ -z "$focus" ] || focus_re="($focus_re).*($focus)|($focus).*($focus_re)"
 export KUBE_TEST_REPO_LIST=$DIR/repo-list.yaml
