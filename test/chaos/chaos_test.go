@@ -152,7 +152,11 @@ func TestChaos(t *testing.T) {
 	t.Cleanup(func() {
 		a.kill(syscall.SIGTERM)
 		if t.Failed() {
-			t.Logf("agent log (last 60 lines of %s):\n%s", a.log, a.tail(60))
+			// Kept past the test's temporary directory.
+			keep := filepath.Join(e.dir, fmt.Sprintf("chaos-agent-%d.log", seed))
+			if b, err := os.ReadFile(a.log); err == nil && os.WriteFile(keep, b, 0o644) == nil {
+				t.Logf("agent log in %s; its last 20 lines:\n%s", keep, a.tail(20))
+			}
 		}
 	})
 	t.Cleanup(r.thaw)
