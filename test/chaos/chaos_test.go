@@ -151,12 +151,10 @@ func TestChaos(t *testing.T) {
 		created: map[types.UID]*podInfo{}, seen: map[containerKey]seenContainer{}}
 	t.Cleanup(func() {
 		a.kill(syscall.SIGTERM)
-		if t.Failed() {
-			// Kept past the test's temporary directory.
-			keep := filepath.Join(e.dir, fmt.Sprintf("chaos-agent-%d.log", seed))
-			if b, err := os.ReadFile(a.log); err == nil && os.WriteFile(keep, b, 0o644) == nil {
-				t.Logf("agent log in %s; its last 20 lines:\n%s", keep, a.tail(20))
-			}
+		// Kept past the test's temporary directory.
+		keep := filepath.Join(e.dir, fmt.Sprintf("chaos-agent-%d.log", seed))
+		if b, err := os.ReadFile(a.log); err == nil && os.WriteFile(keep, b, 0o644) == nil && t.Failed() {
+			t.Logf("agent log in %s; its last 20 lines:\n%s", keep, a.tail(20))
 		}
 	})
 	t.Cleanup(r.thaw)

@@ -242,6 +242,13 @@ func (r *run) inject(f string) {
 		if err := envSh(r.env.dir, "start-containerd"); err != nil {
 			r.t.Fatal(err)
 		}
+		// env.sh waits for containerd's API; its CRI plugin answers later.
+		eventually(r.t, 60*time.Second, "containerd's CRI answers after its restart", func() (bool, string) {
+			ctx, cancel := r.ctx()
+			defer cancel()
+			_, err := r.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{})
+			return err == nil, fmt.Sprint(err)
+		})
 	case "apiserver-stop":
 		pid, ok := r.cluster.PIDs()["kube-apiserver"]
 		if !ok {
