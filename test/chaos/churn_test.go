@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -149,9 +150,7 @@ func (r *run) churn(pods, faults int) {
 			r.inject(f)
 		}
 		time.Sleep(time.Duration(r.rng.Intn(500)) * time.Millisecond) // pacing of the churn
-		if r.agent.exited() {
-			r.t.Fatalf("the agent exited by itself; its log:\n%s", r.agent.tail(40))
-		}
+		r.supervise()
 	}
 }
 
@@ -261,6 +260,23 @@ func (r *run) inject(f string) {
 		time.Sleep(*freezeFlag)
 		r.thaw()
 	}
+}
+
+// supervise restarts the agent, as systemd restarts kubelet, when it ended
+// by itself because the runtime did not answer at its start (kubelet too
+// exits then: its runtime manager needs the runtime's version); any other
+// exit fails the test.
+func (r *run) supervise() {
+	if !r.agent.exited() {
+		return
+	}
+	last := r.agent.tail(1)
+	if !strings.Contains(last, "nodeagent: runtime version:") && !strings.Contains(last, "nodeagent: runtime status:") {
+		r.t.Fatalf("the agent exited by itself; its log:\n%s", r.agent.tail(40))
+	}
+	r.t.Logf("the agent exited at its start without the runtime (%s); restarted", last)
+	r.agent.kill(syscall.SIGKILL) // reaps it
+	r.agent.start()
 }
 
 // thaw continues a stopped kube-apiserver.
