@@ -30,6 +30,7 @@ var (
 	seedFlag   = flag.Int64("chaos.seed", 0, "seed of the churn and the faults (0: time-based; the seed used is logged)")
 	podsFlag   = flag.Int("chaos.pods", 8, "pods created during the churn")
 	faultsFlag = flag.Int("chaos.faults", 4, "faults injected during the churn")
+	sabotage   = flag.Bool("chaos.sabotage", false, "a check of the checks: stop one recorded running container through the CRI after convergence; the run must then fail with 1 unexpected restart")
 	freezeFlag = flag.Duration("chaos.apiserver-freeze", 10*time.Second, "how long an API server fault keeps kube-apiserver stopped (SIGSTOP)")
 )
 
@@ -163,6 +164,10 @@ func TestChaos(t *testing.T) {
 
 	r.churn(*podsFlag, *faultsFlag)
 	r.converge()
+	if *sabotage {
+		r.stopOneContainer()
+		r.converge()
+	}
 	r.checkLeftovers("after the churn")
 	r.compareWithFreshAgent()
 	r.checkRestarts()

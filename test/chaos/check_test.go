@@ -337,3 +337,26 @@ func (r *run) deleteAll() {
 		return len(pods) == 0, strings.Join(names, ", ")
 	})
 }
+
+// stopOneContainer stops, behind the agent's back, one container recorded
+// as running at a fault, of a pod that still exists: the agent starts it
+// again, which the restart check must count.
+func (r *run) stopOneContainer() {
+	r.recordRunning("sabotage")
+	pods, err := r.apiPods()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for k, s := range r.seen {
+		if p := pods[k.uid]; p != nil {
+			ctx, cancel := r.ctx()
+			defer cancel()
+			if err := r.rt.StopContainer(ctx, s.id, 0); err != nil {
+				r.t.Fatal(err)
+			}
+			r.t.Logf("sabotage: stopped container %s of %s", s.id, p.Name)
+			return
+		}
+	}
+	r.t.Log("sabotage: no recorded container of a live pod")
+}

@@ -249,6 +249,7 @@ func (r *run) inject(f string) {
 			return err == nil, fmt.Sprint(err)
 		})
 	case "apiserver-stop":
+		r.recordRunning(f)
 		pid, ok := r.cluster.PIDs()["kube-apiserver"]
 		if !ok {
 			r.t.Fatal("kube-apiserver is not running")
