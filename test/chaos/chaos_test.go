@@ -150,6 +150,11 @@ func TestChaos(t *testing.T) {
 	}}
 	r := &run{t: t, rng: rng, admin: admin, rt: rt, agent: a, env: e, cluster: c, root: root,
 		created: map[types.UID]*podInfo{}, seen: map[containerKey]seenContainer{}}
+	// After the agent stopped (cleanups run last-in first-out): a failed
+	// run's pods are still on the runtime; remove their sandboxes, so that
+	// no container of this run outlives it (containerd would reopen their
+	// logs beneath the removed temporary directory when it restarts).
+	t.Cleanup(r.removeSandboxes)
 	t.Cleanup(func() {
 		a.kill(syscall.SIGTERM)
 		// Kept past the test's temporary directory.

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -359,4 +360,27 @@ func (r *run) stopOneContainer() {
 		}
 	}
 	r.t.Log("sabotage: no recorded container of a live pod")
+}
+
+// removeSandboxes stops and removes, through the CRI, every sandbox of a
+// pod this run created (none is left after a run that passed).
+func (r *run) removeSandboxes() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sandboxes, err := r.rt.ListPodSandbox(ctx, nil)
+	if err != nil {
+		r.t.Errorf("cleanup: %v", err)
+		return
+	}
+	for _, s := range sandboxes {
+		if r.created[types.UID(s.Labels["io.kubernetes.pod.uid"])] == nil {
+			continue
+		}
+		if err := r.rt.StopPodSandbox(ctx, s.Id); err != nil {
+			r.t.Errorf("cleanup: stop sandbox %s: %v", s.Id, err)
+		}
+		if err := r.rt.RemovePodSandbox(ctx, s.Id); err != nil {
+			r.t.Errorf("cleanup: remove sandbox %s: %v", s.Id, err)
+		}
+	}
 }
