@@ -30,6 +30,7 @@ import (
 	"github.com/podstart/podstart/imagegc"
 	"github.com/podstart/podstart/images"
 	"github.com/podstart/podstart/mounts"
+	"github.com/podstart/podstart/nodestatus"
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/podworker"
 	"github.com/podstart/podstart/probes"
@@ -140,7 +141,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	a.host = a.host.WithRuntimeStatus(st)
 	heartbeat := a.newHeartbeat()
-	node, err := heartbeat.Register(ctx)
+	node, err := register(ctx, heartbeat, cfg.Clock)
 	if err != nil {
 		return err
 	}
@@ -464,5 +465,27 @@ func (a *agent) pressure(under func(*eviction.Manager) bool) func() bool {
 	return func() bool {
 		m := a.evicter.Load()
 		return m != nil && under(m)
+	}
+}
+
+// register is kubelet's registerWithAPIServer: it tries until the node is
+// registered or ctx ends, waiting 100 ms after the first failure, twice as
+// long after each next one, 7 s at most. (Kubelet also waits before its
+// first try; the agent tries at once.) An API server that is down or
+// hanging when the agent starts delays it; it does not end it.
+func register(ctx context.Context, h *nodestatus.Heartbeat, clk clock.Clock) (*corev1.Node, error) {
+	step := 100 * time.Millisecond
+	for {
+		node, err := h.Register(ctx)
+		if err == nil {
+			return node, nil
+		}
+		log.Printf("nodeagent: %v; retrying in %v", err, step)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
+		case <-clk.After(step):
+		}
+		step = min(2*step, 7*time.Second)
 	}
 }

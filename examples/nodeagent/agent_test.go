@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -484,4 +485,67 @@ func TestPullSecretOfServiceAccount(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// An API server that fails the node's registration when the agent starts
+// (down, or hanging: the chaos tier's seed 8 saw "TLS handshake timeout")
+// delays the agent, as kubelet's registerWithAPIServer retries; it used to
+// end Run with the error.
+func TestRegistrationRetried(t *testing.T) {
+	client := newFakeClientset()
+	failures := 2
+	var mu sync.Mutex
+	client.PrependReactor("create", "nodes", func(k8stesting.Action) (bool, apiruntime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failures == 0 {
+			return false, nil, nil
+		}
+		failures--
+		return true, nil, apierrors.NewServiceUnavailable("the API server is starting")
+	})
+	clk := testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	// Each failed try arms one wait (100 ms, then 200 ms); the clock steps
+	// once it is armed. Nothing else waits on the clock before the node
+	// is registered.
+	stepped := make(chan struct{})
+	go func() {
+		defer close(stepped)
+		for _, d := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond} {
+			for !clk.HasWaiters() {
+				time.Sleep(time.Millisecond) // polling interval, not synchronisation
+			}
+			clk.Step(d)
+		}
+	}()
+	root := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Config{Client: client, Runtime: fake.New(), NodeName: nodeName, RootDir: root,
+			PodLogsDir: filepath.Join(root, "logs"), Clock: clk, Mounter: fakemount.New(), Ready: func() { close(ready) }})
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("Run ended before the node was registered: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("agent not ready after 60s") // its goroutines leak: goleak reports them
+	}
+	<-stepped
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	if _, err := client.CoreV1().Nodes().Get(context.Background(), nodeName, metav1.GetOptions{}); err != nil {
+		t.Fatalf("node after two failed registrations: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if failures != 0 {
+		t.Errorf("%d failures left", failures)
+	}
 }

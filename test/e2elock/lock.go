@@ -41,3 +41,24 @@ func Exclusive(dir string) (release func(), err error) {
 	}
 	return func() { syscall.Flock(int(file.Fd()), syscall.LOCK_SH) }, nil
 }
+
+// TryExclusive is Exclusive without the wait: ok is false, and the lock
+// shared again, when another process holds it.
+func TryExclusive(dir string) (release func(), ok bool, err error) {
+	if err := Shared(dir); err != nil {
+		return nil, false, err
+	}
+	fd := int(file.Fd())
+	if err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		// A failed conversion has dropped the shared lock (flock(2)):
+		// take it again.
+		if shErr := syscall.Flock(fd, syscall.LOCK_SH); shErr != nil {
+			return nil, false, shErr
+		}
+		if err == syscall.EWOULDBLOCK {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	return func() { syscall.Flock(fd, syscall.LOCK_SH) }, true, nil
+}
