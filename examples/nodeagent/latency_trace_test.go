@@ -27,6 +27,7 @@ import (
 
 	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/test/criproxy"
+	"github.com/podstart/podstart/test/e2elock"
 )
 
 // The start-latency breakdown of TestStartLatencyAgainstKubelet: where a
@@ -510,6 +511,20 @@ func barePods(t *testing.T, admin kubernetes.Interface, calls []criCall, names [
 // is removed before it returns.
 func bareLimit(t *testing.T, endpoint string, admin kubernetes.Interface, agentPods, kubeletPods, load []barePod, dir string) (sideAgent, sideKubelet, alone, oneByOne *stageTable) {
 	t.Helper()
+	// The replays run with containerd to themselves: they measure its
+	// limit, and test/e2e, running beside this package, removes its private
+	// image, whose content (and so ID) the replayed containers share (CRI's
+	// RemoveImage drops every tag of an ID). The lock waits for other test
+	// processes that use this containerd to end.
+	lockDir := os.Getenv("PODSTART_E2E_DIR")
+	if lockDir == "" {
+		lockDir = "/tmp/podstart-e2e"
+	}
+	release, err := e2elock.Exclusive(lockDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rt, err := runtime.Dial(ctx, endpoint)
