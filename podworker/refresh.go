@@ -176,6 +176,17 @@ func (rf *refresher) pendingLocked(now time.Time) bool {
 	return !rf.earliest.IsZero() && (!rf.earliest.After(now) || !rf.armedFor.Equal(rf.earliest))
 }
 
+// nudgeLocked wakes refreshLoop when a refresh is due and its timer has
+// not fired: the loop computes a timer's duration from the clock and then
+// creates it, and a fake clock stepped between the two (a test that had
+// seen the Workers idle) sets the timer one step late, past the time
+// WaitIdle waits for.
+func (rf *refresher) nudgeLocked(now time.Time) {
+	if rf.kick != nil && !rf.earliest.IsZero() && !rf.earliest.After(now) {
+		signal(rf.kick)
+	}
+}
+
 // setRefresh notes when p's volumes are next refreshed after a sync that
 // succeeded (r.RefreshAt; zero: never). A time already past (the renewal
 // failed and the old token is still served) is retried after the resync
@@ -196,6 +207,8 @@ func (w *Workers) setRefresh(p *worker, r podsync.Result) {
 		if _, ok := rf.at[p.uid]; ok {
 			delete(rf.at, p.uid)
 			rf.earliest = rf.earliestLocked()
+			// refreshLoop arms for the new earliest (WaitIdle waits for it).
+			signal(rf.kick)
 		}
 		return
 	}

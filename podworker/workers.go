@@ -370,6 +370,7 @@ func (w *Workers) WaitIdle(ctx context.Context) error {
 		case w.idleLocked():
 			return nil
 		}
+		w.refresh.nudgeLocked(w.o.clock.Now())
 		w.idle.Wait()
 	}
 }
