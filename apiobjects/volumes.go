@@ -148,6 +148,9 @@ func (v *Volumes) Volumes(ctx context.Context, pod *corev1.Pod) (mounts.VolumeMa
 	out := make(mounts.VolumeMap, len(pod.Spec.Volumes))
 	var first error
 	for _, vol := range pod.Spec.Volumes {
+		if vol.Image != nil {
+			continue // podsync pulls and adds it (ImageVolumes)
+		}
 		m, err := v.volume(ctx, pod, vol)
 		if err != nil {
 			if first == nil {
@@ -198,7 +201,7 @@ func (v *Volumes) volume(ctx context.Context, pod *corev1.Pod, vol corev1.Volume
 			Pod: pod, VolumeName: vol.Name, Source: vol.Projected, Objects: v.src, Tokens: v.tokens, TrustBundles: v.bundles, PodCertificates: v.certs,
 			FsUser: FsUser(pod), FsGroup: fsGroup, NodeAllocatable: v.allocatable,
 		})
-	case vol.HostPath != nil, vol.EmptyDir != nil:
+	case vol.HostPath != nil, vol.EmptyDir != nil, vol.Image != nil:
 		return podsync.DefaultVolumes{RootDir: v.rootDir, Mounter: v.mounter, NodeAllocatable: v.allocatable, DiskBacked: v.diskBacked}.Volume(ctx, pod, vol)
 	default:
 		return mounts.Volume{}, supported(vol)
@@ -342,10 +345,10 @@ func podFSGroup(pod *corev1.Pod) *int64 {
 // plugins nor podsync.DefaultVolumes serve.
 func supported(vol corev1.Volume) error {
 	switch {
-	case vol.Secret != nil, vol.ConfigMap != nil, vol.DownwardAPI != nil, vol.Projected != nil, vol.HostPath != nil, vol.EmptyDir != nil:
+	case vol.Secret != nil, vol.ConfigMap != nil, vol.DownwardAPI != nil, vol.Projected != nil, vol.HostPath != nil, vol.EmptyDir != nil, vol.Image != nil:
 		return nil
 	}
-	return fmt.Errorf("volume %q: %s: %w (hostPath, emptyDir, secret, configMap, downwardAPI and projected are)", vol.Name, volumeType(vol.VolumeSource), podsync.ErrVolumeNotSupported)
+	return fmt.Errorf("volume %q: %s: %w (hostPath, emptyDir, image, secret, configMap, downwardAPI and projected are)", vol.Name, volumeType(vol.VolumeSource), podsync.ErrVolumeNotSupported)
 }
 
 // volumeType is the JSON name of the volume source's set field.

@@ -149,7 +149,9 @@ func ContainerAnnotations(pod *corev1.Pod, c *corev1.Container, restartCount int
 
 // CRIMounts converts mounts (from mounts.Make) to CRI mounts. SELinux
 // relabelling is asked for only when selinuxEnabled (kubelet: when SELinux
-// is enabled on the node).
+// is enabled on the node). An image volume's mount names its image and
+// subPath and no host path: the runtime mounts the image (kubelet's
+// Mount.Image and ImageSubPath).
 func CRIMounts(ms []mounts.Mount, selinuxEnabled bool) []*runtimeapi.Mount {
 	out := make([]*runtimeapi.Mount, len(ms))
 	for i, m := range ms {
@@ -157,6 +159,10 @@ func CRIMounts(ms []mounts.Mount, selinuxEnabled bool) []*runtimeapi.Mount {
 			ContainerPath: m.ContainerPath, HostPath: m.HostPath, Readonly: m.ReadOnly,
 			RecursiveReadOnly: m.RecursiveReadOnly, SelinuxRelabel: m.SELinuxRelabel && selinuxEnabled,
 			Propagation: runtimeapi.MountPropagation(m.Propagation),
+		}
+		if img := m.Image; img != nil {
+			out[i].Image = &runtimeapi.ImageSpec{Image: img.Ref, UserSpecifiedImage: img.Requested, RuntimeHandler: img.RuntimeHandler, Annotations: img.Annotations}
+			out[i].ImageSubPath = m.ImageSubPath
 		}
 	}
 	return out

@@ -127,7 +127,7 @@
 //   - Admission checks beyond isolation (unsafe sysctls, node resources)
 //     are the caller's: criconfig builds what kubelet would send once a pod
 //     is admitted.
-//   - Image volumes, devices from device plugins and CDI, user-namespace
+//   - Devices from device plugins and CDI, user-namespace
 //     ID mappings and Windows are not built. MemoryQoS is built for
 //     containers only: kubelet also sets the pod cgroup's memory.high,
 //     and podstart sets no pod-level cgroup values (see podsync).

@@ -23,6 +23,9 @@ var (
 	// ErrPullStalled: a pull made no progress for the stall timeout
 	// (beyond kubelet; it is also an ErrImagePull).
 	ErrPullStalled = errors.New("image pull made no progress")
+	// ErrNotImageVolume: EnsureImageVolume was given a volume that is
+	// not an image volume.
+	ErrNotImageVolume = errors.New("not an image volume")
 	// ErrClosed: the manager was closed.
 	ErrClosed = errors.New("image manager closed")
 )

@@ -233,7 +233,25 @@ func applyDefaultTag(image string) (tagged, repo string, err error) {
 // for people, and on failure an *Error matching one of kubelet's
 // sentinels. Events go to the recorder as kubelet emits them.
 func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, container *corev1.Container, pullSecrets []corev1.Secret, sandboxConfig *runtimeapi.PodSandboxConfig) (imageRef, message string, err error) {
-	requested := container.Image
+	return m.ensure(ctx, pod, ContainerRef(pod, container), container.Image, container.ImagePullPolicy, pullSecrets, sandboxConfig)
+}
+
+// EnsureImageVolume makes sure the image of the pod's image volume vol
+// (ImageVolume, GA in v1.37) is present as its pull policy says, as
+// EnsureImageExists does for a container's image: the same credentials,
+// pull records and back-off (kubelet's one puller keyed by pod and
+// image), with the events on the pod itself (kubelet's pod reference, no
+// container field path). vol must be an image volume.
+func (m *Manager) EnsureImageVolume(ctx context.Context, pod *corev1.Pod, vol *corev1.Volume, pullSecrets []corev1.Secret, sandboxConfig *runtimeapi.PodSandboxConfig) (imageRef, message string, err error) {
+	if vol == nil || vol.Image == nil {
+		return "", ErrNotImageVolume.Error(), &Error{Reason: ErrNotImageVolume}
+	}
+	return m.ensure(ctx, pod, ContainerRef(pod, nil), vol.Image.Reference, vol.Image.PullPolicy, pullSecrets, sandboxConfig)
+}
+
+// ensure is EnsureImageExists and EnsureImageVolume: requested is the
+// image as the pod names it, ref where its events go.
+func (m *Manager) ensure(ctx context.Context, pod *corev1.Pod, ref *corev1.ObjectReference, requested string, policy corev1.PullPolicy, pullSecrets []corev1.Secret, sandboxConfig *runtimeapi.PodSandboxConfig) (imageRef, message string, err error) {
 	recordPulled := func(int) {}
 	m.mu.Lock()
 	closed := m.closed
@@ -242,7 +260,6 @@ func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, contai
 		// Nothing is inspected, recorded or backed off once closed.
 		return "", ErrClosed.Error(), &Error{Reason: ErrClosed}
 	}
-	ref := ContainerRef(pod, container)
 	log := logr.FromContextOrDiscard(ctx).WithValues("pod", pod.Namespace+"/"+pod.Name, "image", requested)
 
 	image, repo, err := m.defaultTag(requested)
@@ -259,7 +276,6 @@ func (m *Manager) EnsureImageExists(ctx context.Context, pod *corev1.Pod, contai
 		}
 	}
 
-	policy := container.ImagePullPolicy
 	var present string // the image's reference when it is on the node
 	if policy == corev1.PullIfNotPresent || policy == corev1.PullNever {
 		st, err := m.img.ImageStatus(ctx, spec, false)

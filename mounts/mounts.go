@@ -41,6 +41,23 @@ type Volume struct {
 	ReadOnly bool
 	// SELinuxRelabel: the volume is managed and supports relabelling.
 	SELinuxRelabel bool
+	// Image is set for an image volume (ImageVolume): the runtime mounts
+	// the image itself, so HostPath is empty and a volumeMount's subPath
+	// is a path inside the image, not made on the host.
+	Image *ImageVolume
+}
+
+// ImageVolume is the image an image volume mounts, once present.
+type ImageVolume struct {
+	// Ref is the runtime's reference of the pulled image (what
+	// EnsureImageExists returns).
+	Ref string
+	// Requested is the image as the pod names it.
+	Requested string
+	// RuntimeHandler and Annotations are those the image was pulled
+	// with (the pod's runtime handler and annotations, as kubelet's).
+	RuntimeHandler string
+	Annotations    map[string]string
 }
 
 // VolumeMap maps a pod volume's name to its mounted volume. Callers with a
@@ -56,6 +73,10 @@ type Mount struct {
 	RecursiveReadOnly bool
 	SELinuxRelabel    bool
 	Propagation       Propagation
+	// Image and ImageSubPath: an image volume's mount (HostPath empty);
+	// ImageSubPath is the volumeMount's subPath inside the image.
+	Image        *ImageVolume
+	ImageSubPath string
 }
 
 // Request is what Make needs for one container.
@@ -170,7 +191,7 @@ func makeOne(vm *corev1.VolumeMount, c *corev1.Container, req Request, disk Disk
 	if !ok {
 		return Mount{}, errorf(ErrVolumeNotFound, "cannot find volume %q to mount into container %q", vm.Name, c.Name)
 	}
-	if vol.HostPath == "" {
+	if vol.HostPath == "" && (vol.Image == nil || vol.Image.Ref == "") {
 		// Kubelet's makeMounts refuses it too; a runtime would otherwise
 		// get a mount of "" (or of its own working directory).
 		return Mount{}, errorf(ErrVolumeNotFound, "volume %q of container %q: path is empty", vm.Name, c.Name)
@@ -187,6 +208,14 @@ func makeOne(vm *corev1.VolumeMount, c *corev1.Container, req Request, disk Disk
 		if err := ValidateSubPath(subPath); err != nil {
 			return Mount{}, err
 		}
+	}
+	var image *ImageVolume
+	imageSubPath := ""
+	if vol.Image != nil {
+		// The runtime resolves the subPath inside the image (kubelet's
+		// ImageSubPath); nothing is made or resolved on the host.
+		image, imageSubPath, hostPath = vol.Image, subPath, ""
+	} else if subPath != "" {
 		if err := disk.MakeSubPathDir(vol.HostPath, subPath); err != nil {
 			return Mount{}, &SubPathError{Msg: fmt.Sprintf("failed to create subPath directory for volumeMount %q of container %q", vm.Name, c.Name), Err: err}
 		}
@@ -212,6 +241,7 @@ func makeOne(vm *corev1.VolumeMount, c *corev1.Container, req Request, disk Disk
 	return Mount{
 		Name: vm.Name, ContainerPath: containerPath, HostPath: hostPath,
 		ReadOnly: readOnly, RecursiveReadOnly: rro, SELinuxRelabel: vol.SELinuxRelabel, Propagation: prop,
+		Image: image, ImageSubPath: imageSubPath,
 	}, nil
 }
 

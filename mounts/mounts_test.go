@@ -472,3 +472,37 @@ func TestAbsoluteSymlinkInsideVolume(t *testing.T) {
 		t.Fatalf("link out of the volume: %v", err)
 	}
 }
+
+// An image volume's mount names the image and its subPath inside the
+// image, with no host path and nothing made on the host; a subPath that
+// is absolute or climbs out is refused as for any volume.
+func TestImageVolumeMount(t *testing.T) {
+	t.Parallel()
+	p, c := pod(corev1.VolumeMount{Name: "img", MountPath: "/v", SubPath: "etc"})
+	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "img", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "kitten:1", PullPolicy: corev1.PullAlways}}})
+	vols := VolumeMap{"img": {ReadOnly: true, Image: &ImageVolume{Ref: "sha256:abc", Requested: "kitten:1"}}}
+	disk := newMemDisk()
+	got, err := Make(context.Background(), Request{Pod: p, Container: c, Volumes: vols}, WithDisk(disk), WithoutTerminationMessage())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := got[0]
+	if m.HostPath != "" || m.Image == nil || m.Image.Ref != "sha256:abc" || m.ImageSubPath != "etc" || !m.ReadOnly || m.ContainerPath != "/v" {
+		t.Fatalf("mount %+v", m)
+	}
+	if len(disk.mkdirs) != 0 {
+		t.Fatalf("subPath made on the host for an image volume: %v", disk.mkdirs)
+	}
+	for _, sub := range []string{"/etc", "../x", "a/../../x"} {
+		c.VolumeMounts[0].SubPath = sub
+		if _, err := Make(context.Background(), Request{Pod: p, Container: c, Volumes: vols}, WithDisk(disk), WithCheckedPod()); err == nil {
+			t.Errorf("subPath %q accepted for an image volume", sub)
+		}
+	}
+	delete(vols, "img")
+	vols["img"] = Volume{Image: &ImageVolume{}}
+	c.VolumeMounts[0].SubPath = ""
+	if _, err := Make(context.Background(), Request{Pod: p, Container: c, Volumes: vols}, WithDisk(disk)); !errors.Is(err, ErrVolumeNotFound) {
+		t.Fatalf("an image volume with no image: %v, want ErrVolumeNotFound", err)
+	}
+}

@@ -107,6 +107,9 @@ type podInputs struct {
 
 	volumesDone, servicesDone bool
 	vols                      mounts.VolumeMap
+	imagesPulled              bool                       // pullImageVolumes ran
+	imageVols                 map[string]imageVolumePull // by volume name
+	withImages                mounts.VolumeMap           // vols and the pulled image volumes
 	services                  map[string]string
 	volErr, servicesErr       error
 
@@ -161,7 +164,13 @@ func (in *podInputs) volumes() (mounts.VolumeMap, error) {
 		}
 		in.volumesDone = true
 	}
-	return in.vols, in.volErr
+	if in.volErr != nil || len(in.imageVols) == 0 {
+		return in.vols, in.volErr
+	}
+	if in.withImages == nil {
+		in.withImages = in.addImageVolumes(in.vols)
+	}
+	return in.withImages, nil
 }
 
 func (in *podInputs) serviceEnv() (map[string]string, error) {

@@ -205,6 +205,17 @@
 // a pod after its resync period). Result.RefreshAt says when the volumes
 // change with time alone (a token's renewal).
 //
+// Image volumes (ImageVolume, GA and on in v1.37) are SyncPod's own, as
+// kubelet's kuberuntime pulls them: before the first container start of
+// a sync, every image volume's image is made present as its pull policy
+// says, with the pod's pull secrets, the image manager's back-off and
+// events on the pod (an ImageEnsurer that is an ImageVolumeEnsurer, such
+// as *images.Manager); a failed pull fails only the containers that
+// mount the volume, with the pull's error as their waiting reason and a
+// Failed event. The runtime mounts the image read-only (CRI Mount.Image
+// and ImageSubPath); nothing is written on the host. Providers skip image
+// volumes.
+//
 // # Logs and concurrency
 //
 // SyncPod logs to the logr.Logger in its context

@@ -587,6 +587,10 @@ func (s *Syncer) createSandbox(ctx context.Context, pod *corev1.Pod, cfg *runtim
 // startContainer is kubelet's: pull, create, start, post-start hook.
 func (s *Syncer) startContainer(ctx context.Context, sandboxID string, sandboxConfig *runtimeapi.PodSandboxConfig, c *corev1.Container, pod *corev1.Pod, status *PodStatus, pullSecrets []corev1.Secret, podIP string, podIPs []string, inputs *podInputs) (string, error) {
 	ref := images.ContainerRef(pod, c)
+	inputs.pullImageVolumes(ctx, pullSecrets, sandboxConfig)
+	if msg, err := inputs.imageVolumeError(c); err != nil {
+		return msg, err
+	}
 	var imageRef, msg string
 	err := s.traced("pull", c.Name, func() (err error) {
 		imageRef, msg, err = s.images.EnsureImageExists(ctx, pod, c, pullSecrets, sandboxConfig)

@@ -82,6 +82,9 @@ func (d DefaultVolumes) Volumes(ctx context.Context, pod *corev1.Pod) (mounts.Vo
 func (d DefaultVolumes) checkedVolumes(pod *corev1.Pod) (mounts.VolumeMap, error) {
 	out := mounts.VolumeMap{}
 	for _, v := range pod.Spec.Volumes {
+		if v.Image != nil {
+			continue // SyncPod pulls and adds it
+		}
 		m, err := d.volume(pod, v)
 		if err != nil {
 			return nil, err
@@ -113,6 +116,10 @@ func (d DefaultVolumes) volume(pod *corev1.Pod, v corev1.Volume) (mounts.Volume,
 		return mounts.Volume{HostPath: v.HostPath.Path}, nil
 	case v.EmptyDir != nil:
 		return d.emptyDir(pod, v)
+	case v.Image != nil:
+		// Its image is pulled by SyncPod, with the pod's other images; a
+		// provider has nothing to set up.
+		return mounts.Volume{}, fmt.Errorf("volume %q: an image volume is pulled and added by SyncPod, not resolved alone: %w", v.Name, ErrVolumeNotSupported)
 	default:
 		return mounts.Volume{}, fmt.Errorf("volume %q: %w (only hostPath and emptyDir are)", v.Name, ErrVolumeNotSupported)
 	}
