@@ -23,7 +23,8 @@
 #   e2e-test-images/glibc-dns-testing:2.1.1  that busybox (the specs run
 #       sh and hostname)
 #   e2e-test-images/kitten:1.8        agnhost with upstream's kitten.jpg and
-#       data.json at /, cmd test-webserver
+#       data.json at /, cmd test-webserver, and an /etc/os-release naming
+#       upstream's base (Alpine Linux 3.21; the ImageVolume spec reads it)
 #   e2e-test-images/nginx:1.27.0-2 and :1.28.0-2  that busybox serving / on
 #       port 80 with busybox httpd (the specs only need it to run)
 #   pause:3.10.2                      env.sh's pause
@@ -99,8 +100,13 @@ r=$B/nnp && rm -rf "$r" && mkdir -p "$r/usr/local/bin"
 cp "$DIR/bin/nnp" "$r/usr/local/bin/nnp" && chmod 4755 "$r/usr/local/bin/nnp"
 tarof "$r" "$B/nnp.tar"
 
-r=$B/kitten && rm -rf "$r" && mkdir -p "$r"
-cp "$K8S/test/images/kitten/html/kitten.jpg" "$K8S/test/images/kitten/html/data.json" "$r/" && chmod 644 "$r"/*
+r=$B/kitten && rm -rf "$r" && mkdir -p "$r/etc"
+cp "$K8S/test/images/kitten/html/kitten.jpg" "$K8S/test/images/kitten/html/data.json" "$r/" && chmod 644 "$r"/*.*
+# Upstream's kitten is agnhost on alpine:3.21 (its BASEIMAGE files); the
+# ImageVolume spec reads the image's /etc/os-release through the volume
+# and wants "Alpine Linux": this stand-in states upstream's base there.
+printf '%s\n' 'NAME="Alpine Linux"' 'ID=alpine' 'VERSION_ID=3.21' 'PRETTY_NAME="Alpine Linux v3.21"' \
+	'HOME_URL="https://alpinelinux.org/"' >"$r/etc/os-release" && chmod 644 "$r/etc/os-release"
 tarof "$r" "$B/kitten.tar"
 
 E=e2e-test-images
