@@ -179,4 +179,3 @@ func readVolData(dir string) (map[string]string, error) {
 	}
 	return data, nil
 }
-
