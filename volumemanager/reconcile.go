@@ -241,10 +241,14 @@ func (m *Manager) mount(ctx context.Context, ref podVolumeRef) error {
 	}
 	av.attachable = s.attachable
 	attached, device := av.attached, av.device
+	// A volume reconstructed after a restart counts as attached (as
+	// kubelet's); its publish context is read again from the
+	// VolumeAttachment, as the CSI plugin reads it at each MountDevice.
+	refetch := attached && s.attachable && av.publishContext == nil
 	m.mu.Unlock()
 
-	if !attached {
-		if s.attachable && !inUse {
+	if !attached || refetch {
+		if s.attachable && !inUse && !refetch {
 			return nil // kubelet: "volume not marked in-use"
 		}
 		publishContext, err := m.attachment(ctx, s)
@@ -316,7 +320,11 @@ func (m *Manager) attachment(ctx context.Context, s *spec) (map[string]string, e
 	case va.DeletionTimestamp != nil:
 		return nil, errors.New("volume attachment is being deleted")
 	case va.Status.Attached:
-		return maps.Clone(va.Status.AttachmentMetadata), nil
+		pc := maps.Clone(va.Status.AttachmentMetadata)
+		if pc == nil {
+			pc = map[string]string{}
+		}
+		return pc, nil
 	case va.Status.AttachError != nil:
 		// kubelet's verifyAttachmentStatus.
 		return nil, errors.New(va.Status.AttachError.Message)
