@@ -600,3 +600,88 @@ func TestWaitForUnmountTimesOut(t *testing.T) {
 		t.Fatalf("err = %v\nwant %s", err, want)
 	}
 }
+
+// TestFSGroupAppliedByTheManager: a driver without VOLUME_MOUNT_GROUP gets
+// no fsGroup; the manager gives the published volume the group itself
+// (fsGroupPolicy File), as kubelet does.
+func TestFSGroupAppliedByTheManager(t *testing.T) {
+	e := newEnv(t)
+	claim, pv := boundClaim("data", "pv-data", "vol-1")
+	drv := csiDriver(driver, false)
+	policy := storagev1.FileFSGroupPolicy
+	drv.Spec.FSGroupPolicy = &policy
+	e.objs.Set(claim, pv, drv)
+	pod := newPod("web", "uid-web", claimVolume("data", "data"))
+	gid := int64(os.Getgid()) // a group this process may give, root or not
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: &gid}
+	if err := e.m.AddPod(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcile(t)
+	if err := e.m.WaitForAttachAndMount(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if e.node.publishes[0].FSGroup != nil || e.node.stages[0].FSGroup != nil {
+		t.Error("fsGroup sent to a driver without VOLUME_MOUNT_GROUP")
+	}
+	info, err := os.Stat(TargetPath(e.root, "uid-web", "pv-data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Mode()&os.ModeSetgid == 0 || info.Mode().Perm()&0o660 != 0o660 {
+		t.Errorf("target mode %v: fsGroup not applied", info.Mode())
+	}
+}
+
+// TestDriverWithoutStaging: no Stage or Unstage call, no staging path in
+// Publish; the staging directory kubelet makes anyway is removed.
+func TestDriverWithoutStaging(t *testing.T) {
+	e := newEnv(t)
+	claim, pv := boundClaim("data", "pv-data", "vol-1")
+	e.objs.Set(claim, pv, csiDriver(driver, false))
+	e.node.caps[driver] = NodeCapabilities{}
+	pod := newPod("web", "uid-web", claimVolume("data", "data"))
+	ctx := context.Background()
+	if err := e.m.AddPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	e.m.SourcesReady()
+	e.reconcile(t)
+	if err := e.m.WaitForAttachAndMount(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.node.callsOf("Stage"); len(got) != 0 {
+		t.Errorf("Stage called: %q", got)
+	}
+	if got := e.node.publishes[0].StagingPath; got != "" {
+		t.Errorf("Publish got staging path %q", got)
+	}
+	if err := e.m.WaitForUnmountAfter(ctx, t, e, pod); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.node.callsOf("Unstage"); len(got) != 0 {
+		t.Errorf("Unstage called: %q", got)
+	}
+	if got := leftovers(t, e.root); len(got) != 0 {
+		t.Errorf("left on disk: %q", got)
+	}
+}
+
+// TestFSGroupPolicyMissing: a CSIDriver without fsGroupPolicy (the API
+// server always sets one) fails the publish with kubelet's message.
+func TestFSGroupPolicyMissing(t *testing.T) {
+	e := newEnv(t)
+	claim, pv := boundClaim("data", "pv-data", "vol-1")
+	drv := csiDriver(driver, false)
+	drv.Spec.FSGroupPolicy = nil
+	e.objs.Set(claim, pv, drv)
+	pod := newPod("web", "uid-web", claimVolume("data", "data"))
+	if err := e.m.AddPod(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcile(t)
+	want := `Warning FailedMount MountVolume.SetUp failed for volume "pv-data" : kubernetes.io/csi: mounter.SetupAt failed to check fsGroup policy: kubernetes.io/csi: expected valid fsGroupPolicy, received nil value or empty string`
+	if ev := e.rec.list(); len(ev) != 1 || ev[0] != want {
+		t.Errorf("events = %q\nwant %q", ev, want)
+	}
+}

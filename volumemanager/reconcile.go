@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"syscall"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -274,13 +275,15 @@ func (m *Manager) mount(ctx context.Context, ref podVolumeRef) error {
 		return m.failed(dp.pod, s, "MountVolume.MountDevice failed", err)
 	}
 	fsGroup := podFSGroup(dp.pod)
-	stagingPath := ""
-	if s.inline == nil && caps.StageUnstage {
-		stagingPath = StagingPath(m.rootDir, s.driver, s.handle)
-	}
-	if s.inline == nil && device != deviceStaged {
-		if err := m.stage(cctx, s, av, stagingPath, caps, fsGroup); err != nil {
-			return m.failed(dp.pod, s, "MountVolume.MountDevice failed", err)
+	stagingPath := "" // what Publish gets: only from a driver that stages
+	if s.inline == nil {
+		if device != deviceStaged {
+			if err := m.stage(cctx, s, av, StagingPath(m.rootDir, s.driver, s.handle), caps, fsGroup); err != nil {
+				return m.failed(dp.pod, s, "MountVolume.MountDevice failed", err)
+			}
+		}
+		if caps.StageUnstage {
+			stagingPath = StagingPath(m.rootDir, s.driver, s.handle)
 		}
 	}
 	if err := m.publish(cctx, s, av, ref.uid, dp, drv, stagingPath, caps, fsGroup); err != nil {
@@ -332,19 +335,13 @@ func (m *Manager) attachment(ctx context.Context, s *spec) (map[string]string, e
 	return nil, errNotAttached
 }
 
-// stage is the CSI attacher's MountDevice.
+// stage is the CSI attacher's MountDevice: the staging directory is made
+// whether or not the driver stages (as kubelet's), and removed by
+// unstage.
 func (m *Manager) stage(ctx context.Context, s *spec, av *actualVolume, stagingPath string, caps NodeCapabilities, fsGroup *int64) error {
-	if !caps.StageUnstage {
-		// kubelet: "STAGE_UNSTAGE_VOLUME capability not set. Skipping
-		// MountDevice..." and the device counts as mounted.
-		m.mu.Lock()
-		av.device, av.stagingPath = deviceStaged, ""
-		m.mu.Unlock()
-		return nil
-	}
 	src := s.pv.Spec.CSI
 	secrets := map[string]string{}
-	if src.NodeStageSecretRef != nil {
+	if src.NodeStageSecretRef != nil && caps.StageUnstage {
 		var err error
 		if secrets, err = m.secret(ctx, src.NodeStageSecretRef.Namespace, src.NodeStageSecretRef.Name, "NodeStageSecretRef"); err != nil {
 			return err
@@ -352,6 +349,14 @@ func (m *Manager) stage(ctx context.Context, s *spec, av *actualVolume, stagingP
 	}
 	if err := makeDir(m.rootDir, stagingPath); err != nil {
 		return fmt.Errorf("%s: attacher.MountDevice failed to create dir %q: %v", PluginName, stagingPath, err)
+	}
+	if !caps.StageUnstage {
+		// kubelet: "STAGE_UNSTAGE_VOLUME capability not set. Skipping
+		// MountDevice..." and the device counts as mounted.
+		m.mu.Lock()
+		av.device, av.stagingPath = deviceStaged, stagingPath
+		m.mu.Unlock()
+		return nil
 	}
 	if err := writeVolData(filepath.Dir(stagingPath), map[string]string{keyVolumeHandle: s.handle, keyDriverName: s.driver}); err != nil {
 		return err
@@ -463,7 +468,7 @@ func (m *Manager) publish(ctx context.Context, s *spec, av *actualVolume, uid ty
 		m.mu.Unlock()
 		return err
 	}
-	if !caps.VolumeMountGroup && supportsFSGroup(s, dp.readOnly, fsGroup, policy) {
+	if !caps.VolumeMountGroup && supportsFSGroup(s, dp.readOnly, fsGroup, policy) && !skipOwnership(pod, req.TargetPath, *fsGroup) {
 		if err := mounts.SetVolumeOwnership(req.TargetPath, *fsGroup, false); err != nil {
 			m.mu.Lock()
 			ap.uncertain = true
@@ -496,6 +501,25 @@ func supportsFSGroup(s *spec, readOnly bool, fsGroup *int64, policy storagev1.FS
 		})
 	}
 	return true
+}
+
+// skipOwnership is kubelet's skipPermissionChange for fsGroupChangePolicy
+// OnRootMismatch: the volume's root already has the group, setgid and
+// group read-write.
+func skipOwnership(pod *corev1.Pod, dir string, fsGroup int64) bool {
+	sc := pod.Spec.SecurityContext
+	if sc == nil || sc.FSGroupChangePolicy == nil || *sc.FSGroupChangePolicy != corev1.FSGroupChangeOnRootMismatch {
+		return false
+	}
+	info, err := os.Stat(dir)
+	if err != nil {
+		return false
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok || int64(st.Gid) != fsGroup {
+		return false
+	}
+	return info.Mode()&os.ModeSetgid != 0 && info.Mode().Perm()&0o660 == 0o660
 }
 
 func capability(s *spec) Capability {
