@@ -52,7 +52,11 @@
 // volumes=[...]: context deadline exceeded" in v1.37.2, which waits with
 // wait.PollUntilContextTimeout); WaitForUnmount after the pod's containers
 // are gone; Volumes gives podsync the published volumes
-// (mounts.VolumeMap); VolumesInUse is node.status.volumesInUse.
+// (mounts.VolumeMap), and Provider serves them beside an in-tree provider
+// as a podsync.VolumeProvider; VolumesInUse is node.status.volumesInUse,
+// and MarkVolumesReportedInUse must be told what the Node's status
+// reported, since an attachable volume is mounted only once reported (as
+// kubelet's VerifyControllerAttachedVolume requires).
 //
 // The driver is reached through NodeVolumes (the CSI node service's
 // calls); the API objects through one-method getters (API; Objects holds
@@ -84,8 +88,10 @@
 //     wants it (kubelet leaks it); reconstructed volumes are attachable
 //     unless their CSIDriver says otherwise (kubelet asks
 //     node.status.volumesAttached).
-//   - An inline volume's CSIDriver lifecycle modes, an empty list counts
-//     as the API server's default (Persistent).
+//   - A CSIDriver read through a getter that does not default it: an
+//     empty volumeLifecycleModes counts as the API server's default
+//     (Persistent); a missing fsGroupPolicy fails the publish with
+//     kubelet's message, as kubelet would.
 //   - Volumes gives SELinuxRelabel true for every published volume (kubelet
 //     asks whether the mount supports SELinux); volume expansion
 //     (NodeExpandVolume), volume health, metrics and the extra
