@@ -409,11 +409,17 @@ func (m *Manager) poke() {
 	}
 }
 
-// changedLocked wakes the waiters.
+// changedLocked wakes the waiters and Run: the desired state changed.
 func (m *Manager) changedLocked() {
+	m.broadcastLocked()
+	m.poke()
+}
+
+// broadcastLocked wakes the waiters only: the actual state may have
+// changed (a pass ended; a nudge here would make Run spin).
+func (m *Manager) broadcastLocked() {
 	close(m.changed)
 	m.changed = make(chan struct{})
-	m.poke()
 }
 
 func (m *Manager) event(pod *corev1.Pod, format string, args ...interface{}) {

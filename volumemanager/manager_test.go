@@ -685,3 +685,19 @@ func TestFSGroupPolicyMissing(t *testing.T) {
 		t.Errorf("events = %q\nwant %q", ev, want)
 	}
 }
+
+// TestPassDoesNotWakeRun: a pass wakes the waiters but does not nudge Run
+// into another pass at once (which would spin).
+func TestPassDoesNotWakeRun(t *testing.T) {
+	e := newEnv(t)
+	claim, pv := boundClaim("data", "pv-data", "vol-1")
+	e.objs.Set(claim, pv, csiDriver(driver, false))
+	if err := e.m.AddPod(context.Background(), newPod("web", "uid-web", claimVolume("data", "data"))); err != nil {
+		t.Fatal(err)
+	}
+	<-e.m.nudge // AddPod's
+	e.reconcile(t)
+	if n := len(e.m.nudge); n != 0 {
+		t.Fatalf("a pass left %d nudge for Run", n)
+	}
+}

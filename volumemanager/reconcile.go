@@ -53,7 +53,7 @@ func (m *Manager) Reconcile(ctx context.Context) error {
 		errs = append(errs, m.unstageUnused(ctx)...)
 	}
 	m.mu.Lock()
-	m.changedLocked()
+	m.broadcastLocked()
 	m.mu.Unlock()
 	return errors.Join(errs...)
 }
