@@ -83,6 +83,8 @@
 //   - A failed NodePublishVolume leaves its target directory and keeps the
 //     pod volume as "maybe published" (unpublished if abandoned); kubelet
 //     removes the directory when the gRPC error is final.
+//   - The staging directory of a driver without STAGE_UNSTAGE_VOLUME is
+//     removed with the volume (kubelet makes it and leaves it behind).
 //   - Reconstruction also scans the staging directories, so a volume
 //     staged by an agent killed before publishing is unstaged when no pod
 //     wants it (kubelet leaks it); reconstructed volumes are attachable

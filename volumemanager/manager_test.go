@@ -701,3 +701,26 @@ func TestPassDoesNotWakeRun(t *testing.T) {
 		t.Fatalf("a pass left %d nudge for Run", n)
 	}
 }
+
+// TestRunServesWaits: with Run going (on the fake clock, never stepped),
+// the waits are served by the passes their own changes ask for.
+func TestRunServesWaits(t *testing.T) {
+	e := newEnv(t)
+	claim, pv := boundClaim("data", "pv-data", "vol-1")
+	e.objs.Set(claim, pv, csiDriver(driver, false))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.m.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	e.m.SourcesReady()
+	pod := newPod("web", "uid-web", claimVolume("data", "data"))
+	if err := e.m.WaitForAttachAndMount(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.m.WaitForUnmount(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(e.node.callsOf("Unstage")); got != 1 {
+		t.Errorf("Unstage calls = %d", got)
+	}
+}
