@@ -349,6 +349,15 @@ func (m *Manager) Volumes(_ context.Context, pod *corev1.Pod) (mounts.VolumeMap,
 	return out, nil
 }
 
+// HasPossiblyMountedVolumes says whether a volume is or may be published
+// for the pod (kubelet's HasPossiblyMountedVolumesForPod): its
+// directories must not be removed while it is.
+func (m *Manager) HasPossiblyMountedVolumes(uid types.UID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.mountedForPodLocked(uid)) > 0
+}
+
 // VolumesInUse is node.status.volumesInUse (kubelet's GetVolumesInUse):
 // the attachable volumes desired or still attached, sorted.
 func (m *Manager) VolumesInUse() []corev1.UniqueVolumeName {

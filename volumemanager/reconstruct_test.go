@@ -53,6 +53,9 @@ func TestRestartReconstruction(t *testing.T) {
 	if err := e.m.Reconcile(ctx); err != nil {
 		t.Fatalf("first pass: %v", err)
 	}
+	if !e.m.HasPossiblyMountedVolumes("uid-b") {
+		t.Error("pod b's reconstructed volumes are not possibly mounted")
+	}
 	if got, want := e.node.callsOf("Publish"), []string{"vol-a " + targetA}; !slices.Equal(got, want) {
 		t.Errorf("Publish after restart = %q, want %q (the same target, once)", got, want)
 	}
@@ -75,6 +78,9 @@ func TestRestartReconstruction(t *testing.T) {
 	}
 	if got, want := e.node.callsOf("Unstage"), []string{"vol-b " + StagingPath(e.root, driver, "vol-b")}; !slices.Equal(got, want) {
 		t.Errorf("Unstage = %q, want %q", got, want)
+	}
+	if e.m.HasPossiblyMountedVolumes("uid-b") {
+		t.Error("pod b still has possibly mounted volumes after their unpublish")
 	}
 	e.reconcile(t) // a steady pass does nothing
 	if got := len(e.node.callsOf("Publish")); got != 1 {
