@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -18,6 +19,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestPVCPodStagePublishUnpublishUnstage(t *testing.T) {
@@ -722,5 +724,64 @@ func TestRunServesWaits(t *testing.T) {
 	}
 	if got := len(e.node.callsOf("Unstage")); got != 1 {
 		t.Errorf("Unstage calls = %d", got)
+	}
+}
+
+// TestConcurrentPods: pods come and go concurrently with Run going; each
+// wait succeeds and nothing is left staged, published or on disk.
+func TestConcurrentPods(t *testing.T) {
+	e := newEnv(t)
+	cs, pvs := boundClaim("shared", "pv-shared", "vol-shared")
+	e.objs.Set(cs, pvs, csiDriver(driver, false))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.m.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	e.m.SourcesReady()
+	errs := make(chan error, 20)
+	for i := range 20 {
+		claim := "own-" + string(rune('a'+i))
+		c, pv := boundClaim(claim, "pv-"+claim, "vol-"+claim)
+		e.objs.Set(c, pv)
+		pod := newPod("p-"+claim, types.UID("uid-"+claim), claimVolume("own", claim), claimVolume("shared", "shared"))
+		go func() {
+			if err := e.m.WaitForAttachAndMount(ctx, pod); err != nil {
+				errs <- err
+				return
+			}
+			vols, err := e.m.Volumes(ctx, pod)
+			if err == nil && len(vols) != 2 {
+				err = fmt.Errorf("pod %s: volumes %v", pod.Name, vols)
+			}
+			if err != nil {
+				errs <- err
+				return
+			}
+			errs <- e.m.WaitForUnmount(ctx, pod)
+		}()
+	}
+	for range 20 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	// The last unstage may come in the pass after the last unpublish.
+	for pass := 0; ; pass++ {
+		e.m.mu.Lock()
+		n := len(e.m.actual)
+		e.m.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if pass == 3 {
+			t.Fatalf("%d volumes still in the actual state after 3 passes", n)
+		}
+		e.reconcile(t)
+	}
+	if staged, published := e.node.state(); len(staged)+len(published) != 0 {
+		t.Errorf("left in the driver: staged %q, published %q", staged, published)
+	}
+	if got := leftovers(t, e.root); len(got) != 0 {
+		t.Errorf("left on disk: %q", got)
 	}
 }
