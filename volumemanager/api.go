@@ -1,0 +1,165 @@
+package volumemanager
+
+import (
+	"context"
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+)
+
+// The API objects the manager reads, each through a one-method getter. A
+// missing object is an error for which apierrors.IsNotFound is true (what
+// a lister or a client-go client returns). Objects implements all five in
+// memory.
+type (
+	// ClaimGetter gets a PersistentVolumeClaim by namespace and name.
+	ClaimGetter interface {
+		GetPersistentVolumeClaim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error)
+	}
+	// VolumeGetter gets a PersistentVolume by name.
+	VolumeGetter interface {
+		GetPersistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error)
+	}
+	// AttachmentGetter gets a VolumeAttachment by name.
+	AttachmentGetter interface {
+		GetVolumeAttachment(ctx context.Context, name string) (*storagev1.VolumeAttachment, error)
+	}
+	// DriverGetter gets a CSIDriver by name.
+	DriverGetter interface {
+		GetCSIDriver(ctx context.Context, name string) (*storagev1.CSIDriver, error)
+	}
+	// SecretGetter gets a Secret by namespace and name (the stage and
+	// publish secrets a PV or an inline volume refers to). Their content
+	// goes to the driver only, never into an error, event or log.
+	SecretGetter interface {
+		GetSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error)
+	}
+)
+
+// API is every getter the manager uses.
+type API interface {
+	ClaimGetter
+	VolumeGetter
+	AttachmentGetter
+	DriverGetter
+	SecretGetter
+}
+
+// NodeVolumes is the node side of a CSI driver, as the manager needs it:
+// the calls kubelet's CSI plugin makes (NodeGetCapabilities,
+// NodeStageVolume, NodeUnstageVolume, NodePublishVolume,
+// NodeUnpublishVolume), each addressed to a driver by name. A CSI client
+// (package csi) implements it; tests use a fake. Each call must be
+// idempotent as CSI requires: the manager repeats a call whose outcome it
+// does not know (after an error, after an agent restart).
+type NodeVolumes interface {
+	// Capabilities reports what the driver's node service supports.
+	Capabilities(ctx context.Context, driver string) (NodeCapabilities, error)
+	// Stage makes the volume available at r.StagingPath, once per
+	// volume on the node (called only for drivers with StageUnstage).
+	Stage(ctx context.Context, r StageRequest) error
+	// Unstage undoes Stage once no pod uses the volume.
+	Unstage(ctx context.Context, r UnstageRequest) error
+	// Publish makes the volume available to one pod at r.TargetPath.
+	Publish(ctx context.Context, r PublishRequest) error
+	// Unpublish undoes Publish after the pod's containers are gone.
+	Unpublish(ctx context.Context, r UnpublishRequest) error
+}
+
+// NodeCapabilities are the node service capabilities that change the
+// manager's calls.
+type NodeCapabilities struct {
+	// StageUnstage (STAGE_UNSTAGE_VOLUME): Stage is called before the
+	// first Publish of a persistent volume and Unstage after the last
+	// Unpublish; without it neither is, and PublishRequest.StagingPath is
+	// empty.
+	StageUnstage bool
+	// VolumeMountGroup (VOLUME_MOUNT_GROUP): the pod's fsGroup goes to the
+	// driver in StageRequest.FSGroup and PublishRequest.FSGroup; without
+	// it the manager applies the fsGroup itself after Publish, when the
+	// CSIDriver's fsGroupPolicy allows, as kubelet does.
+	VolumeMountGroup bool
+}
+
+// Capability is the CSI VolumeCapability of a mounted (filesystem)
+// volume. Block volumes are refused (see the package doc).
+type Capability struct {
+	// AccessMode is the PV's first access mode (ReadWriteOnce for inline
+	// volumes or a PV with none), which the client maps to CSI's.
+	AccessMode corev1.PersistentVolumeAccessMode
+	// FSType is the PV's csi.fsType or the inline volume's fsType.
+	FSType string
+	// MountFlags are the PV's mountOptions.
+	MountFlags []string
+}
+
+// StageRequest is NodeStageVolume's arguments.
+type StageRequest struct {
+	Driver       string
+	VolumeHandle string
+	// StagingPath is kubelet's
+	// <root>/plugins/kubernetes.io/csi/<driver>/<sha256(handle)>/globalmount;
+	// the manager has created it.
+	StagingPath    string
+	PublishContext map[string]string // the VolumeAttachment's attachmentMetadata
+	Capability     Capability
+	VolumeContext  map[string]string // the PV's volumeAttributes
+	Secrets        map[string]string // from the PV's nodeStageSecretRef
+	FSGroup        *int64            // only for drivers with VolumeMountGroup
+}
+
+// UnstageRequest is NodeUnstageVolume's arguments.
+type UnstageRequest struct {
+	Driver       string
+	VolumeHandle string
+	StagingPath  string
+}
+
+// PublishRequest is NodePublishVolume's arguments.
+type PublishRequest struct {
+	Driver       string
+	VolumeHandle string // for inline volumes kubelet's csi-<sha256(podUID+volume name)>
+	// StagingPath is Stage's path, empty for inline volumes and drivers
+	// without StageUnstage.
+	StagingPath string
+	// TargetPath is kubelet's
+	// <root>/pods/<uid>/volumes/kubernetes.io~csi/<name>/mount; its parent
+	// exists (with vol_data.json), the target itself is the driver's to
+	// create.
+	TargetPath     string
+	ReadOnly       bool
+	PublishContext map[string]string
+	Capability     Capability
+	// VolumeContext: the volume's attributes, with the pod's
+	// csi.storage.k8s.io/pod.* keys when the CSIDriver has podInfoOnMount.
+	VolumeContext map[string]string
+	Secrets       map[string]string // from nodePublishSecretRef
+	FSGroup       *int64            // only for drivers with VolumeMountGroup
+	// Ephemeral: a CSI inline volume (its lifecycle mode is Ephemeral).
+	Ephemeral bool
+}
+
+// UnpublishRequest is NodeUnpublishVolume's arguments.
+type UnpublishRequest struct {
+	Driver       string
+	VolumeHandle string
+	TargetPath   string
+}
+
+// EventRecorder is the method of client-go's record.EventRecorder the
+// manager calls (FailedMount events, as kubelet's).
+type EventRecorder interface {
+	Eventf(object apiruntime.Object, eventtype, reason, messageFmt string, args ...interface{})
+}
+
+// Errors, for errors.Is.
+var (
+	// ErrUnsupported: a volume setting the manager does not honour; the
+	// error names it.
+	ErrUnsupported = errors.New("volume setting not supported")
+	// ErrInvalidName: a name from the pod, an API object or the disk that
+	// cannot safely become a path (a pod UID, a PV name, a driver name).
+	ErrInvalidName = errors.New("name cannot become a path")
+)

@@ -1,0 +1,105 @@
+// Package volumemanager is kubelet's volume manager
+// (pkg/kubelet/volumemanager in k8s.io/kubernetes v1.37.2) for the volumes
+// that need a storage system: persistentVolumeClaim volumes bound to CSI
+// persistent volumes, generic ephemeral volumes and CSI inline volumes.
+// The in-tree volumes (emptyDir, hostPath, Secret, ConfigMap, downward
+// API, projected) stay with apiobjects and podsync.DefaultVolumes;
+// Manages says which volumes are this package's.
+//
+// A Manager keeps kubelet's two caches and runs its reconciler over them:
+//
+//   - The desired state (AddPod, RemovePod): for each pod, the volumes a
+//     container uses (volumes no container mounts are skipped, as kubelet
+//     does), each resolved as kubelet's populator resolves it. A claim
+//     must be Bound ("PVC is not bound", also for a Lost claim), name its
+//     volume ("PVC has empty pvc.Spec.VolumeName") and not be deleted
+//     without the pvc-protection finalizer ("PVC is being deleted"); the
+//     PV must point back at the claim's UID ("found PV object %s but its
+//     pv.Spec.ClaimRef.UID %s does not point to claim.UID %s", or "... it
+//     has a nil pv.Spec.ClaimRef ..."); all wrapped as "error processing
+//     PVC <ns>/<claim>: ...". A generic ephemeral volume uses the claim
+//     <pod>-<volume>, which the pod must control ("PVC %s/%s was not
+//     created for pod %s/%s (pod is not owner)"). Volumes are named as
+//     kubelet names them: UniqueVolumeName ("kubernetes.io/csi/<driver>^<handle>",
+//     shared by every pod using the PV) and InlineVolumeName
+//     ("kubernetes.io/csi/<pod UID>-<volume>", one pod's).
+//   - The actual state: which volumes are attached, staged (once per
+//     volume, at StagingPath) and published (once per pod, at TargetPath,
+//     with kubelet's vol_data.json beside the target and the staging
+//     directory).
+//   - The reconciler (Reconcile, Run): unpublish what no pod wants (once
+//     SourcesReady), then for each wanted pod volume: for a driver whose
+//     CSIDriver does not say attachRequired: false, wait until the
+//     node's volumesInUse reports the volume (MarkVolumesReportedInUse)
+//     and its VolumeAttachment (AttachmentName) says attached, whose
+//     attachmentMetadata becomes the publish context; stage it unless
+//     staged (drivers with STAGE_UNSTAGE_VOLUME); publish it for the pod;
+//     then unstage the volumes no pod uses (once SourcesReady). A failure
+//     is a FailedMount event with kubelet's words (`MountVolume.MountDevice
+//     failed for volume "<pv>" : <cause>`, `MountVolume.SetUp failed ...`,
+//     `MountVolume.WaitForAttach failed ...`) and is retried after
+//     kubelet's exponential back-off.
+//   - Reconstruction (the first Reconcile): what an earlier agent left on
+//     the disk is taken back into the actual state as "maybe published"
+//     and "maybe staged", so that a restarted agent publishes nothing at a
+//     second place and leaks nothing: wanted volumes are published again
+//     at the same target (CSI publish is idempotent), unwanted ones are
+//     unpublished and unstaged once the sources are ready.
+//
+// WaitForAttachAndMount is what a pod worker calls before SyncPod, with
+// kubelet's timeout (PodAttachAndMountTimeout, 2m3s) and message
+// ("unmounted volumes=[...], unattached volumes=[...], failed to process
+// volumes=[...]: context deadline exceeded" in v1.37.2, which waits with
+// wait.PollUntilContextTimeout); WaitForUnmount after the pod's containers
+// are gone; Volumes gives podsync the published volumes
+// (mounts.VolumeMap), and Provider serves them beside an in-tree provider
+// as a podsync.VolumeProvider; VolumesInUse is node.status.volumesInUse,
+// and MarkVolumesReportedInUse must be told what the Node's status
+// reported, since an attachable volume is mounted only once reported (as
+// kubelet's VerifyControllerAttachedVolume requires).
+//
+// The driver is reached through NodeVolumes (the CSI node service's
+// calls); the API objects through one-method getters (API; Objects holds
+// them in memory). Names that become paths are checked first: the pod
+// (validation.Check, its UID among them), PV names (DNS subdomains),
+// driver names (CheckDriverName); volume handles are only ever hashed
+// into paths. Secrets go to the driver and nowhere else.
+//
+// # Refused by name (ErrUnsupported)
+//
+// Block volumes (volumeDevices); PVs that are not CSI (in-tree plugins
+// and their CSI migration); CSIDrivers with tokenRequests or
+// requiresRepublish; a CSIDriver with seLinuxMount: true for a pod that
+// sets seLinuxOptions (kubelet would pass a context= mount option).
+//
+// # Differences from kubelet
+//
+//   - Operations run one after another inside a pass, not in goroutines
+//     per volume: a slow driver call delays the others' in that pass.
+//   - The attach wait reads the VolumeAttachment only; kubelet first
+//     waits for the volume in node.status.volumesAttached (the
+//     attach/detach controller writes both). Kubelet's attach-limit
+//     rejection (VolumeAttachmentLimitExceeded) is not made.
+//   - A failed NodePublishVolume leaves its target directory and keeps the
+//     pod volume as "maybe published" (unpublished if abandoned); kubelet
+//     removes the directory when the gRPC error is final.
+//   - The staging directory of a driver without STAGE_UNSTAGE_VOLUME is
+//     removed with the volume (kubelet makes it and leaves it behind).
+//   - Reconstruction also scans the staging directories, so a volume
+//     staged by an agent killed before publishing is unstaged when no pod
+//     wants it (kubelet leaks it); reconstructed volumes are attachable
+//     unless their CSIDriver says otherwise (kubelet asks
+//     node.status.volumesAttached).
+//   - A CSIDriver read through a getter that does not default it: an
+//     empty volumeLifecycleModes counts as the API server's default
+//     (Persistent); a missing fsGroupPolicy fails the publish with
+//     kubelet's message, as kubelet would.
+//   - Volumes gives SELinuxRelabel true for every published volume (kubelet
+//     asks whether the mount supports SELinux); volume expansion
+//     (NodeExpandVolume), volume health, metrics and the extra
+//     supplemental groups of the pv.beta.kubernetes.io/gid annotation are
+//     not done.
+//   - The wait ends as soon as the state changes instead of polling every
+//     300 ms; WaitForAttachAndMount adds the pod itself (kubelet's pod
+//     manager feeds its populator).
+package volumemanager
