@@ -45,7 +45,7 @@
 //   - A lease update conflict reads the lease once; kubelet retries the
 //     read with back-off until it succeeds.
 //   - Not provided: device plugin capacities (MachineConfig.Extended
-//     carries any), VolumesInUse, RuntimeHandlers and Features (feature
+//     carries any), RuntimeHandlers and Features (feature
 //     gated in kubelet), pod CIDR, the Windows build label, the cloud
 //     provider's own address discovery, and the registration's zeroing of
 //     extended resources after a device manager reset.

@@ -88,6 +88,15 @@ func WithStatusFrequency(update, report time.Duration) Option {
 	return func(h *Heartbeat) { h.updateFrequency, h.reportFrequency = update, report }
 }
 
+// WithReported calls f with the node as each status sync left it
+// reported: the API server's answer to the patch, or, when nothing changed
+// and no report was due, the status as computed. This is kubelet's
+// markVolumesFromNode: a volume manager learns from it which volumes
+// node.status.volumesInUse carries (volumemanager's
+// MarkVolumesReportedInUse), so that attachable volumes are mounted only
+// once the attach/detach controller can see them in use.
+func WithReported(f func(*corev1.Node)) Option { return func(h *Heartbeat) { h.reported = f } }
+
 // WithRand replaces the random source of the jitter (up to 4% of each
 // period) and of the report delay (±50% of the report frequency after a
 // change): a function returning values in [0, 1).
@@ -116,6 +125,8 @@ type Heartbeat struct {
 
 	latestLease  *coordinationv1.Lease // only Run's goroutine
 	leaseBackoff time.Duration
+
+	reported func(*corev1.Node) // WithReported
 }
 
 // New returns a Heartbeat for the node reg names, its status computed by
@@ -238,6 +249,9 @@ func (h *Heartbeat) tryUpdate(ctx context.Context, try int) error {
 	changed := labelsFixed || StatusChanged(&original.Status, &node.Status)
 	if !changed && h.clock.Since(h.lastReport) < h.reportFrequency+h.delay {
 		h.node = original
+		if h.reported != nil {
+			h.reported(node)
+		}
 		return nil
 	}
 	if changed || h.lastReport.IsZero() {
@@ -254,6 +268,9 @@ func (h *Heartbeat) tryUpdate(ctx context.Context, try int) error {
 		return fmt.Errorf("failed to patch status for node %q: %w", h.reg.Name, err)
 	}
 	h.lastReport, h.node = h.clock.Now(), updated
+	if h.reported != nil {
+		h.reported(updated)
+	}
 	return nil
 }
 

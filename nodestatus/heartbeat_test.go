@@ -330,3 +330,46 @@ func TestRegisterReconcilesExisting(t *testing.T) {
 		t.Errorf("calls %v", calls)
 	}
 }
+
+// The volumes a volume manager has in use reach node.status.volumesInUse,
+// and WithReported hands back what the node reported (kubelet's
+// markVolumesFromNode): the patched node when the status changed, the
+// computed one when no patch was due.
+func TestVolumesInUseReported(t *testing.T) {
+	r := newRig(t, true)
+	inUse := []corev1.UniqueVolumeName{"kubernetes.io/csi/drv^vol-1"}
+	synced := false
+	var reported [][]corev1.UniqueVolumeName
+	setters := append(r.hb.setters, VolumesInUse(func() bool { return synced }, func() []corev1.UniqueVolumeName { return inUse }))
+	r.hb = New(r.client, Registration{Name: "node-1"}, setters, WithClock(r.clock), WithRuntime(r.rt, r.hb.state), WithRand(func() float64 { return 0 }),
+		WithReported(func(n *corev1.Node) { reported = append(reported, n.Status.VolumesInUse) }))
+	ctx := context.Background()
+	if _, err := r.hb.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.hb.SyncStatus(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.client.Node().Status.VolumesInUse; len(got) != 0 {
+		t.Fatalf("volumesInUse %v before the volume manager synced, want none", got)
+	}
+	synced = true
+	r.client.resetCalls()
+	if err := r.hb.SyncStatus(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.client.Node().Status.VolumesInUse; !reflect.DeepEqual(got, inUse) {
+		t.Fatalf("volumesInUse %v, want %v", got, inUse)
+	}
+	if count(r.client.Calls(), "PatchNodeStatus") != 1 || !reflect.DeepEqual(reported[len(reported)-1], inUse) {
+		t.Fatalf("calls %v, reported %v", r.client.Calls(), reported)
+	}
+	r.client.resetCalls()
+	n := len(reported)
+	if err := r.hb.SyncStatus(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if count(r.client.Calls(), "PatchNodeStatus") != 0 || len(reported) != n+1 || !reflect.DeepEqual(reported[n], inUse) {
+		t.Fatalf("unchanged status: calls %v, reported %v; want no patch and the computed node reported", r.client.Calls(), reported)
+	}
+}

@@ -517,3 +517,17 @@ func StatusChanged(old, cur *corev1.NodeStatus) bool {
 	oc.Conditions, cc.Conditions = nil, nil
 	return !equality.Semantic.DeepEqual(oc, cc)
 }
+
+// VolumesInUse is kubelet's VolumesInUse setter: node.status.volumesInUse
+// is inUse's answer (volumemanager's VolumesInUse) once synced says the
+// volume manager's states are synced (nil: always). It leaves the field
+// as it was before then, so a restarted agent does not report its
+// volumes unused before it has found them.
+func VolumesInUse(synced func() bool, inUse func() []corev1.UniqueVolumeName) Setter {
+	return func(_ context.Context, node *corev1.Node) error {
+		if synced == nil || synced() {
+			node.Status.VolumesInUse = inUse()
+		}
+		return nil
+	}
+}

@@ -95,7 +95,8 @@ type options struct {
 	cgroups      PodCgroups
 	admit        AdmitFunc
 
-	periodicRemount bool // WithPeriodicRemount (refresh.go)
+	periodicRemount bool       // WithPeriodicRemount (refresh.go)
+	volumes         PodVolumes // WithVolumeManager (volumes.go)
 }
 
 // PodCgroups makes each pod's cgroup before its sandbox, removes it once
@@ -995,7 +996,8 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 				if evicted != nil {
 					evicted(&final)
 				}
-				if w.o.cgroups != nil {
+				err = w.unmountVolumes(ctx, pod) // volumes.go
+				if err == nil && w.o.cgroups != nil {
 					err = w.o.cgroups.RemovePod(ctx, pod)
 				}
 				if err == nil {
@@ -1028,6 +1030,12 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 				w.record(p, PodState{Status: status, Err: err, APIStatus: w.apiStatus(p, pod, status, false), NextSync: retry})
 				return retry, false
 			}
+		}
+		if err := w.mountVolumes(ctx, pod); err != nil { // volumes.go
+			cancel()
+			retry := w.retryAfter(w.o.errorRetry)
+			w.record(p, PodState{Status: status, Err: err, APIStatus: w.apiStatus(p, pod, status, false), NextSync: retry})
+			return retry, false
 		}
 		if w.o.cgroups != nil {
 			if err := w.o.cgroups.EnsurePod(ctx, pod); err != nil {
