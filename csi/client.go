@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/go-logr/logr"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
@@ -186,6 +187,7 @@ type stageArgs struct {
 }
 
 func (c *Client) nodeStage(ctx context.Context, a stageArgs) error {
+	logr.FromContextOrDiscard(ctx).V(4).Info(csiLog("calling NodeStageVolume rpc"), "volID", a.volumeHandle, "stagingTargetPath", a.stagingPath)
 	if a.volumeHandle == "" {
 		return invalid("missing volume id")
 	}
@@ -213,6 +215,7 @@ func (c *Client) nodeStage(ctx context.Context, a stageArgs) error {
 }
 
 func (c *Client) nodeUnstage(ctx context.Context, volumeHandle, stagingPath string) error {
+	logr.FromContextOrDiscard(ctx).V(4).Info(csiLog("calling NodeUnstageVolume rpc"), "volID", volumeHandle, "stagingTargetPath", stagingPath)
 	if volumeHandle == "" {
 		return invalid("missing volume id")
 	}
@@ -245,6 +248,7 @@ type publishArgs struct {
 }
 
 func (c *Client) nodePublish(ctx context.Context, a publishArgs) error {
+	logr.FromContextOrDiscard(ctx).V(4).Info(csiLog("calling NodePublishVolume rpc"), "volID", a.volumeHandle, "targetPath", a.targetPath)
 	if a.volumeHandle == "" {
 		return invalid("missing volume id")
 	}
@@ -274,6 +278,7 @@ func (c *Client) nodePublish(ctx context.Context, a publishArgs) error {
 }
 
 func (c *Client) nodeUnpublish(ctx context.Context, volumeHandle, targetPath string) error {
+	logr.FromContextOrDiscard(ctx).V(4).Info(csiLog("calling NodeUnpublishVolume rpc"), "volID", volumeHandle, "targetPath", targetPath)
 	if volumeHandle == "" {
 		return invalid("missing volume id")
 	}

@@ -190,6 +190,7 @@ func (p *Plugin) Publish(ctx context.Context, req PublishRequest) (PublishResult
 		redact:         []map[string]string{tokens},
 	})
 	if err != nil {
+		log.Error(err, csiLog("mounter.SetUpAt NodePublishVolume failed"), "volID", req.VolumeHandle)
 		if !errors.Is(err, ErrUncertain) && !req.Remount {
 			if rerr := p.removeMountDir(dir); rerr != nil {
 				log.Error(rerr, csiLog("mounter.SetupAt failed to remove mount dir after a NodePublish() error [%s]", dir))

@@ -112,6 +112,7 @@ func (p *Plugin) Stage(ctx context.Context, req StageRequest) (StageResult, erro
 	})
 	if err != nil {
 		if !errors.Is(err, ErrUncertain) {
+			log.Error(err, csiLog("attacher.MountDevice failed"))
 			if rerr := p.removeMountDir(stagingPath); rerr != nil {
 				log.Error(rerr, csiLog("attacher.MountDevice failed to remove mount dir after error [%s]", stagingPath))
 			}
