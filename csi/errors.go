@@ -119,3 +119,10 @@ func (e *classErr) Is(target error) bool { return target == e.class }
 func (e *classErr) Unwrap() error        { return e.cause }
 
 func registrationErr(msg string) error { return &classErr{msg: msg, class: ErrRegistration} }
+
+// settled is err behind prefix, no longer uncertain: where kubelet turns
+// a driver's error into a plain or transient one (errors.New(log(...))),
+// the volume's state is not uncertain either. The gRPC code stays.
+func settled(prefix string, err error) error {
+	return &rpcError{msg: prefix + ": " + err.Error(), code: status.Code(err)}
+}

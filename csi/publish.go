@@ -118,7 +118,7 @@ func (p *Plugin) Publish(ctx context.Context, req PublishRequest) (PublishResult
 	if !req.Ephemeral {
 		stageSet, err := c.Supports(ctx, csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
 		if err != nil {
-			return res, fmt.Errorf("%s: %w", csiLog("mounter.SetUpAt failed to check for STAGE_UNSTAGE_VOLUME capability"), err)
+			return res, settled(csiLog("mounter.SetUpAt failed to check for STAGE_UNSTAGE_VOLUME capability"), err)
 		}
 		if stageSet {
 			if res.StagingPath, err = p.layout.StagingPath(req.Driver, req.VolumeHandle); err != nil {
@@ -147,7 +147,7 @@ func (p *Plugin) Publish(ctx context.Context, req PublishRequest) (PublishResult
 	}
 	mountGroup, err := c.Supports(ctx, csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP)
 	if err != nil {
-		return res, fmt.Errorf("%s: %w", csiLog("mounter.SetUpAt failed to determine if the node service has VOLUME_MOUNT_GROUP capability"), err)
+		return res, settled(csiLog("mounter.SetUpAt failed to determine if the node service has VOLUME_MOUNT_GROUP capability"), err)
 	}
 	var fsGroup *int64
 	if mountGroup {
@@ -280,9 +280,9 @@ func (p *Plugin) Unpublish(ctx context.Context, req UnpublishRequest) error {
 	defer cancel()
 	if err := c.nodeUnpublish(ctx, req.VolumeHandle, target); err != nil {
 		if req.Block {
-			return fmt.Errorf("%s: %w", csiLog("blockMapper.unpublishVolumeForBlock failed"), err)
+			return settled(csiLog("blockMapper.unpublishVolumeForBlock failed"), err)
 		}
-		return fmt.Errorf("%s: %w", csiLog("Unmounter.TearDownAt failed"), err)
+		return settled(csiLog("Unmounter.TearDownAt failed"), err)
 	}
 	if req.Block {
 		return nil

@@ -87,7 +87,7 @@ func (p *Plugin) Stage(ctx context.Context, req StageRequest) (StageResult, erro
 	}
 	mountGroup, err := c.Supports(ctx, csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP)
 	if err != nil {
-		return res, fmt.Errorf("%s: %w", csiLog("attacher.MountDevice failed to determine if the node service has VOLUME_MOUNT_GROUP capability"), err)
+		return res, settled(csiLog("attacher.MountDevice failed to determine if the node service has VOLUME_MOUNT_GROUP capability"), err)
 	}
 	if err := writeVolumeData(filepath.Dir(stagingPath), data); err != nil {
 		if rerr := p.removeMountDir(stagingPath); rerr != nil {
@@ -213,11 +213,11 @@ func (p *Plugin) Unstage(ctx context.Context, req UnstageRequest) error {
 	}
 	stageSet, err := c.Supports(ctx, csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
 	if err != nil {
-		return fmt.Errorf("%s: %w", csiLog("attacher.UnmountDevice failed to check whether STAGE_UNSTAGE_VOLUME set"), err)
+		return settled(csiLog("attacher.UnmountDevice failed to check whether STAGE_UNSTAGE_VOLUME set"), err)
 	}
 	if stageSet {
 		if err := c.nodeUnstage(ctx, req.VolumeHandle, stagingPath); err != nil {
-			return fmt.Errorf("%s: %w", csiLog("attacher.UnmountDevice failed"), err)
+			return settled(csiLog("attacher.UnmountDevice failed"), err)
 		}
 	}
 	if err := p.removeMountDir(stagingPath); err != nil {
@@ -239,11 +239,11 @@ func (p *Plugin) unstageBlock(ctx context.Context, req UnstageRequest) error {
 	if _, err := os.Stat(paths.Staging); err == nil {
 		stageSet, err := c.Supports(ctx, csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
 		if err != nil {
-			return fmt.Errorf("%s: %w", csiLog("blockMapper.unstageVolumeForBlock failed to check STAGE_UNSTAGE_VOLUME capability"), err)
+			return settled(csiLog("blockMapper.unstageVolumeForBlock failed to check STAGE_UNSTAGE_VOLUME capability"), err)
 		}
 		if stageSet {
 			if err := c.nodeUnstage(ctx, req.VolumeHandle, paths.Staging); err != nil {
-				return fmt.Errorf("%s: %w", csiLog("blockMapper.unstageVolumeForBlock failed"), err)
+				return settled(csiLog("blockMapper.unstageVolumeForBlock failed"), err)
 			}
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {

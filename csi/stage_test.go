@@ -243,9 +243,10 @@ func TestDriverDiesMidPublishThenRestarts(t *testing.T) {
 	if !exists(t, filepath.Join(filepath.Dir(target), csi.VolDataFileName)) {
 		t.Error("an uncertain publish lost its vol_data.json")
 	}
-	// The socket is gone: the next call fails as unavailable, uncertain.
+	// The socket is gone: the next publish fails at its first capability
+	// query, unavailable (kubelet reports it as a plain error).
 	e.d.Stop()
-	if _, err := e.p.Publish(context.Background(), req); !errors.Is(err, csi.ErrUncertain) {
+	if _, err := e.p.Publish(context.Background(), req); status.Code(err) != codes.Unavailable {
 		t.Fatalf("publish with no driver: %v", err)
 	}
 	// The driver comes back on the same socket: the retry publishes.
@@ -258,5 +259,31 @@ func TestDriverDiesMidPublishThenRestarts(t *testing.T) {
 	}
 	if !exists(t, res.TargetPath) {
 		t.Error("target not created by the driver")
+	}
+}
+
+// Where kubelet turns a driver's error into a plain one, the outcome is
+// not uncertain: an Unavailable answer to the capability query before
+// NodeUnstageVolume, or to NodeUnpublishVolume.
+func TestSettledErrorsAsKubelet(t *testing.T) {
+	e := newEnv(t, []csipb.NodeServiceCapability_RPC_Type{stageCap})
+	if _, err := e.p.Stage(context.Background(), csi.StageRequest{Volume: pvVolume()}); err != nil {
+		t.Fatal(err)
+	}
+	e.d.FailNext(fake.NodeGetCapabilities, status.Error(codes.Unavailable, "restarting"))
+	err := e.p.Unstage(context.Background(), csi.UnstageRequest{Driver: driverName, VolumeHandle: "vol-1"})
+	if err == nil || errors.Is(err, csi.ErrUncertain) || status.Code(err) != codes.Unavailable ||
+		err.Error() != "kubernetes.io/csi: attacher.UnmountDevice failed to check whether STAGE_UNSTAGE_VOLUME set: rpc error: code = Unavailable desc = restarting" {
+		t.Errorf("err = %v", err)
+	}
+	e.d.FailNext(fake.NodeUnpublishVolume, status.Error(codes.Unavailable, "restarting"))
+	err = e.p.Unpublish(context.Background(), csi.UnpublishRequest{Driver: driverName, VolumeHandle: "vol-1", PodUID: "uid-1", SpecName: "pv-1"})
+	if err == nil || errors.Is(err, csi.ErrUncertain) || status.Code(err) != codes.Unavailable {
+		t.Errorf("err = %v", err)
+	}
+	// The same answer to the query before NodeStageVolume is uncertain, as kubelet's.
+	e.d.FailNext(fake.NodeGetCapabilities, status.Error(codes.Unavailable, "restarting"))
+	if _, err := e.p.Stage(context.Background(), csi.StageRequest{Volume: pvVolume()}); !errors.Is(err, csi.ErrUncertain) {
+		t.Errorf("stage: %v", err)
 	}
 }
