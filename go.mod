@@ -3,6 +3,7 @@ module github.com/podstart/podstart
 go 1.26.0
 
 require (
+	github.com/container-storage-interface/spec v1.13.0
 	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/cyphar/filepath-securejoin v0.7.0
 	github.com/distribution/reference v0.6.0

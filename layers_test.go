@@ -95,6 +95,11 @@ var rules = map[string]rule{
 	// bench: the on-demand steady-state tier (issue 27), over the
 	// library as a user's agent would use it.
 	"bench/...": {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes", clientGo}},
+
+	// csi: the CSI node client and driver registry (issue 38), floor 4;
+	// csi/fake: a CSI node driver for tests.
+	"csi":      {module: []string{"internal/...", "validation"}, forbid: heavyDeps},
+	"csi/fake": {forbid: heavyDeps},
 }
 
 type pkg struct {
