@@ -78,6 +78,10 @@
 //   - The reconciler runs on every change and when a back-off expires,
 //     not on kubelet's one-second tick; the outcomes and their order are
 //     the same, registration is just not delayed by up to a second.
+//   - While connecting, refused connections are retried from 50ms on, up
+//     to 1s apart (gRPC's default starts at 1s): a socket's create event
+//     comes between its plugin's bind and listen, so a first refusal is
+//     common. The dial timeout is kubelet's.
 //   - No metrics (kubelet's plugin_manager_total_plugins): Sockets gives
 //     the same facts. No SELinux label on the directory.
 //

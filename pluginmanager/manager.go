@@ -187,6 +187,17 @@ type operation struct {
 	backoff time.Duration
 }
 
+// failed records a failure at now and doubles the back-off (kubelet's
+// ExponentialBackoff.Update).
+func (o *operation) failed(err error, now time.Time) {
+	if o.backoff == 0 {
+		o.backoff = initialBackoff
+	} else {
+		o.backoff = min(2*o.backoff, maxBackoff)
+	}
+	o.err, o.errAt = err, now
+}
+
 func (o *operation) retryAt() time.Time {
 	if o.err == nil {
 		return time.Time{}
@@ -415,12 +426,7 @@ func (m *Manager) start(ctx context.Context, wg *sync.WaitGroup, path string, fn
 		if err == nil {
 			delete(m.ops, path)
 		} else {
-			if op.backoff == 0 {
-				op.backoff = initialBackoff
-			} else {
-				op.backoff = min(2*op.backoff, maxBackoff)
-			}
-			op.err, op.errAt = err, m.clock.Now()
+			op.failed(err, m.clock.Now())
 		}
 		backoff := op.backoff
 		m.mu.Unlock()

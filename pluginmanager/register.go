@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
@@ -162,6 +163,8 @@ func guard(fn func() error) (err error) {
 	return fn()
 }
 
+var reconnectBackoff = backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second}
+
 // dial connects to the unix socket at path and waits until the connection
 // is ready or timeout passes (kubelet's blocking dial: refused connections
 // are retried with gRPC's back-off meanwhile).
@@ -171,6 +174,9 @@ func dial(ctx context.Context, path string, timeout time.Duration) (*grpc.Client
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", path)
 		}),
+		// A socket's create event comes between its plugin's bind and
+		// listen: the first connection is often refused. Retry soon.
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnectBackoff, MinConnectTimeout: timeout}),
 	)
 	if err != nil {
 		return nil, err

@@ -40,10 +40,13 @@ func (w *watcher) close() { _ = w.fs.Close() }
 
 // startWatch validates and creates the directory, watches it and walks it.
 func (m *Manager) startWatch(ctx context.Context) (*watcher, error) {
-	if err := os.MkdirAll(m.dir, DirMode); err != nil {
-		return nil, fmt.Errorf("error (re-)creating root %s: %w", m.dir, err)
-	}
 	fi, err := os.Lstat(m.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(m.dir, DirMode); err != nil {
+			return nil, fmt.Errorf("error (re-)creating root %s: %w", m.dir, err)
+		}
+		fi, err = os.Lstat(m.dir)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("error (re-)creating root %s: %w", m.dir, err)
 	}
