@@ -181,7 +181,9 @@ func TestDeregisterRemovedSocket(t *testing.T) {
 		{"rm", "", func(_ *env, p *fakePlugin) error { return os.Remove(p.path) }},
 		{"rename", "", func(e *env, p *fakePlugin) error { return os.Rename(p.path, e.path(".old.sock")) }},
 		{"rmdir", "d/e", func(e *env, _ *fakePlugin) error { return os.RemoveAll(e.path("d")) }},
-		{"mvdir", "d", func(e *env, _ *fakePlugin) error { return os.Rename(e.path("d"), filepath.Join(filepath.Dir(e.dir), "d")) }},
+		{"mvdir", "d", func(e *env, _ *fakePlugin) error {
+			return os.Rename(e.path("d"), filepath.Join(filepath.Dir(e.dir), "d"))
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
