@@ -72,7 +72,7 @@ func newPlugin(path, typ, name string, versions ...string) *fakePlugin {
 	}
 }
 
-func (p *fakePlugin) start(t *testing.T) *fakePlugin {
+func (p *fakePlugin) start(t testing.TB) *fakePlugin {
 	t.Helper()
 	l, err := net.Listen("unix", p.path)
 	if err != nil {

@@ -185,6 +185,7 @@ func (w *watcher) handle(ctx context.Context, ev fsnotify.Event) {
 			return // re-created since: its Create event follows
 		}
 		w.remove(ctx, ev.Name)
+		w.unwatch(ev.Name)
 	}
 }
 
@@ -203,6 +204,16 @@ func (w *watcher) remove(ctx context.Context, path string) {
 	m.mu.Unlock()
 	for _, p := range gone {
 		logr.FromContextOrDiscard(ctx).V(2).Info("Removing socket path from desired state cache", "path", p)
+	}
+}
+
+// unwatch stops watching path and the directories beneath it, if watched:
+// a directory moved out of the tree keeps its inotify watch otherwise.
+func (w *watcher) unwatch(path string) {
+	for _, p := range w.fs.WatchList() {
+		if p == path || strings.HasPrefix(p, path+string(filepath.Separator)) {
+			_ = w.fs.Remove(p)
+		}
 	}
 }
 
