@@ -45,7 +45,9 @@
 // (500ms, doubling, at most 2m2s); Sockets reports each socket's last error,
 // whose text is kubelet's and which matches ErrDial, ErrGetInfo,
 // ErrNoHandler, ErrValidation, ErrRegistration or ErrNotify with errors.Is
-// (and the handler's error or the gRPC status beneath). A plugin whose
+// (and the handler's error or the gRPC status beneath). If the directory
+// itself is removed, its sockets' removals deregister their plugins, and
+// no new socket is seen until a new Manager runs, as kubelet. A plugin whose
 // process dies while its socket file stays is not deregistered (kubelet
 // does not probe registered plugins); its handler sees its endpoint fail.
 //

@@ -58,11 +58,12 @@ type Handler interface {
 	// sent to the plugin in its NotifyRegistrationStatus.
 	ValidatePlugin(pluginName string, endpoint string, versions []string) error
 	// RegisterPlugin registers the plugin. ctx ends when the manager's Run
-	// ends. timeout is the timeout the handler should use for its calls to
+	// ends, and Run waits for RegisterPlugin to return. timeout is the timeout the handler should use for its calls to
 	// the plugin; 0 means the handler's own default (kubelet passes nil).
 	RegisterPlugin(ctx context.Context, pluginName, endpoint string, versions []string, timeout time.Duration) error
 	// DeRegisterPlugin is called when the plugin's socket is removed or
 	// replaced, or when the plugin could not be told it was registered.
+	// It should not block: the socket's next operation waits for it.
 	DeRegisterPlugin(pluginName, endpoint string)
 }
 
@@ -318,6 +319,9 @@ func (m *Manager) Run(ctx context.Context) error {
 		return err
 	}
 	defer w.close()
+	log := logr.FromContextOrDiscard(ctx)
+	log.Info("Starting plugin manager", "path", m.dir)
+	defer log.Info("Shutting down plugin manager", "path", m.dir)
 
 	var ops sync.WaitGroup
 	defer ops.Wait()

@@ -416,3 +416,34 @@ func TestBackoffIsCapped(t *testing.T) {
 		}
 	}
 }
+
+// A socket removed while its handler's RegisterPlugin runs is deregistered
+// once RegisterPlugin returns (kubelet records the plugin first for this).
+func TestRemovedDuringRegistration(t *testing.T) {
+	e := newEnv(t)
+	h := newHandler()
+	inRegister, release := make(chan struct{}), make(chan struct{})
+	h.register = func(context.Context, string) error {
+		close(inRegister)
+		<-release
+		return nil
+	}
+	e.m.AddHandler(registerapi.CSIPlugin, h)
+	e.run()
+	p := newPlugin(e.path("x.sock"), registerapi.CSIPlugin, "x", "1.0.0").start(t)
+	h.expect(t, call{"validate", "x", p.path, "[1.0.0]"}, call{"register", "x", p.path, "[1.0.0]"})
+	<-inRegister
+	if err := os.Remove(p.path); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the removal seen", func() bool {
+		s, _ := e.socket(p.path)
+		return s.Registered && s.Pending // only the actual state holds it
+	})
+	close(release)
+	if s := p.status(t); !s.PluginRegistered {
+		t.Errorf("status %+v, want registered", s)
+	}
+	h.expect(t, call{"deregister", "x", p.path, ""})
+	e.waitFor("no sockets", func() bool { return len(e.m.Sockets()) == 0 })
+}

@@ -40,21 +40,8 @@ func (w *watcher) close() { _ = w.fs.Close() }
 
 // startWatch validates and creates the directory, watches it and walks it.
 func (m *Manager) startWatch(ctx context.Context) (*watcher, error) {
-	fi, err := os.Lstat(m.dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(m.dir, DirMode); err != nil {
-			return nil, fmt.Errorf("error (re-)creating root %s: %w", m.dir, err)
-		}
-		fi, err = os.Lstat(m.dir)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("error (re-)creating root %s: %w", m.dir, err)
-	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		return nil, fmt.Errorf("%w: %s is a symlink", ErrInvalidDir, m.dir)
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("%w: %s is not a directory", ErrInvalidDir, m.dir)
+	if err := m.ensureDir(); err != nil {
+		return nil, err
 	}
 	fsw, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -67,6 +54,28 @@ func (m *Manager) startWatch(ctx context.Context) (*watcher, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// ensureDir creates the directory if missing and checks it is a directory,
+// not a symlink.
+func (m *Manager) ensureDir() error {
+	fi, err := os.Lstat(m.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(m.dir, DirMode); err != nil {
+			return fmt.Errorf("error (re-)creating root %s: %w", m.dir, err)
+		}
+		fi, err = os.Lstat(m.dir)
+	}
+	if err != nil {
+		return fmt.Errorf("error (re-)creating root %s: %w", m.dir, err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%w: %s is a symlink", ErrInvalidDir, m.dir)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%w: %s is not a directory", ErrInvalidDir, m.dir)
+	}
+	return nil
 }
 
 // ignored reports whether a name is ignored: kubelet's rule, names
