@@ -221,7 +221,11 @@ func newEnv(t *testing.T, opts ...Option) *env {
 		clock:  testingclock.NewFakeClock(time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)),
 		passes: make(chan struct{}, 1),
 	}
-	m, err := New(e.dir, append([]Option{WithClock(e.clock)}, opts...)...)
+	// Kubelet's timeouts are short for a loaded -race run, and a failure
+	// is retried only when the test steps the fake clock: tests get long
+	// ones unless they ask for others.
+	base := []Option{WithClock(e.clock), WithDialTimeout(hang), WithGetInfoTimeout(hang), WithNotifyTimeout(hang)}
+	m, err := New(e.dir, append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
