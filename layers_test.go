@@ -78,6 +78,9 @@ var rules = map[string]rule{
 	// over CRI and the host, for eviction and the node API.
 	"stats":  {module: []string{"runtime", "criconfig", "internal/..."}, forbid: heavyDeps},
 	"probes": {module: []string{"podsync", "images", "runtime", "internal/..."}, forbid: heavyDeps},
+	// pluginmanager: kubelet's plugin registration (floor 4), gRPC to node
+	// plugins; handlers (csi, DRA) implement its Handler without importing it.
+	"pluginmanager": {module: []string{"internal/..."}, forbid: heavyDeps},
 	// nodeapi: the node's HTTP API, a top floor beside statusmanager,
 	// serving podworker's pods and the runtime's streams (no client-go).
 	"nodeapi": {module: []string{"podworker", "podsync", "runtime"}, forbid: heavyDeps},

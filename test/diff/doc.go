@@ -56,7 +56,11 @@
 //     request paths and methods: verbs, subresources and their order
 //     (nodeapi_test.go);
 //   - validation.Pod with the API server's create path for pods, in the
-//     package validation below (its own doc says how to run and replay it).
+//     package validation below (its own doc says how to run and replay it);
+//   - pluginmanager with kubelet's plugin manager (pkg/kubelet/pluginmanager)
+//     on scripted registration sockets, not random ones: each run with its
+//     own directory, the handler calls and NotifyRegistrationStatus each
+//     plugin saw, in order (pluginmanager_test.go).
 //
 // # Versions
 //
