@@ -74,6 +74,9 @@ var (
 	ErrInvalidDir = errors.New("pluginmanager: invalid registration directory")
 	// ErrAlreadyRun: Run was called a second time.
 	ErrAlreadyRun = errors.New("pluginmanager: Run called twice")
+	// ErrWatchEnded: the directory's watch ended before Run's context (an
+	// inotify read error, reported to the log first).
+	ErrWatchEnded = errors.New("pluginmanager: the directory watch ended")
 )
 
 // Option configures a Manager.
@@ -306,7 +309,8 @@ func (m *Manager) wake() {
 // Run creates the registration directory if it is missing (mode DirMode),
 // watches it and its subdirectories, and registers and deregisters plugins
 // until ctx ends. It returns ctx's error once every operation it started
-// has returned, or an error at once if the directory cannot be watched.
+// has returned; or an error if the directory cannot be watched (at once) or
+// its watch ends (ErrWatchEnded).
 // Failures of single plugins are logged to ctx's logr logger and retried
 // after kubelet's back-off; Sockets reports them.
 func (m *Manager) Run(ctx context.Context) error {
@@ -355,9 +359,15 @@ func (m *Manager) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case ev := <-w.fs.Events:
+		case ev, ok := <-w.fs.Events:
+			if !ok {
+				return fmt.Errorf("%w: %s", ErrWatchEnded, m.dir)
+			}
 			w.handle(ctx, ev)
-		case err := <-w.fs.Errors:
+		case err, ok := <-w.fs.Errors:
+			if !ok {
+				return fmt.Errorf("%w: %s", ErrWatchEnded, m.dir)
+			}
 			w.handleError(ctx, err)
 		case <-m.nudge:
 		case <-fired:
