@@ -129,7 +129,7 @@ type Plugin struct {
 	Endpoint   string    // GetInfo's endpoint, or SocketPath when it gave none
 	Versions   []string  // GetInfo's supported versions
 	SocketPath string    // the registration socket
-	Registered time.Time // when the handler registered it
+	Registered time.Time // when it was recorded, just before the handler's RegisterPlugin
 }
 
 // Socket is what the manager knows of one registration socket in its
@@ -254,7 +254,10 @@ func (m *Manager) AddHandler(pluginType string, h Handler) {
 	m.wake()
 }
 
-// Plugins returns the registered plugins, sorted by socket path.
+// Plugins returns the registered plugins, sorted by socket path. As in
+// kubelet's actual state, a plugin is listed from just before its handler's
+// RegisterPlugin, and dropped again if that or the notification fails;
+// Sockets tells whether its operation is still pending.
 func (m *Manager) Plugins() []Plugin {
 	m.mu.Lock()
 	defer m.mu.Unlock()
