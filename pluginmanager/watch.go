@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/go-logr/logr"
@@ -21,13 +20,6 @@ type fileID struct {
 	mtime    int64
 }
 
-func idOf(fi fs.FileInfo) fileID {
-	id := fileID{mtime: fi.ModTime().UnixNano()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		id.dev, id.ino = uint64(st.Dev), uint64(st.Ino)
-	}
-	return id
-}
 
 // watcher is kubelet's pluginwatcher: it keeps the desired state (the
 // sockets in the directory tree) from an initial walk and fsnotify events.
