@@ -20,7 +20,6 @@ type fileID struct {
 	mtime    int64
 }
 
-
 // watcher is kubelet's pluginwatcher: it keeps the desired state (the
 // sockets in the directory tree) from an initial walk and fsnotify events.
 type watcher struct {
