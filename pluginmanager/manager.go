@@ -74,6 +74,9 @@ var (
 	ErrInvalidDir = errors.New("pluginmanager: invalid registration directory")
 	// ErrAlreadyRun: Run was called a second time.
 	ErrAlreadyRun = errors.New("pluginmanager: Run called twice")
+	// ErrWatchEnded: the directory's watch ended before Run's context (an
+	// inotify read error, reported to the log first).
+	ErrWatchEnded = errors.New("pluginmanager: the directory watch ended")
 )
 
 // Option configures a Manager.
@@ -126,7 +129,7 @@ type Plugin struct {
 	Endpoint   string    // GetInfo's endpoint, or SocketPath when it gave none
 	Versions   []string  // GetInfo's supported versions
 	SocketPath string    // the registration socket
-	Registered time.Time // when the handler registered it
+	Registered time.Time // when it was recorded, just before the handler's RegisterPlugin
 }
 
 // Socket is what the manager knows of one registration socket in its
@@ -251,7 +254,10 @@ func (m *Manager) AddHandler(pluginType string, h Handler) {
 	m.wake()
 }
 
-// Plugins returns the registered plugins, sorted by socket path.
+// Plugins returns the registered plugins, sorted by socket path. As in
+// kubelet's actual state, a plugin is listed from just before its handler's
+// RegisterPlugin, and dropped again if that or the notification fails;
+// Sockets tells whether its operation is still pending.
 func (m *Manager) Plugins() []Plugin {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -306,7 +312,8 @@ func (m *Manager) wake() {
 // Run creates the registration directory if it is missing (mode DirMode),
 // watches it and its subdirectories, and registers and deregisters plugins
 // until ctx ends. It returns ctx's error once every operation it started
-// has returned, or an error at once if the directory cannot be watched.
+// has returned; or an error if the directory cannot be watched (at once) or
+// its watch ends (ErrWatchEnded).
 // Failures of single plugins are logged to ctx's logr logger and retried
 // after kubelet's back-off; Sockets reports them.
 func (m *Manager) Run(ctx context.Context) error {
@@ -355,9 +362,15 @@ func (m *Manager) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case ev := <-w.fs.Events:
+		case ev, ok := <-w.fs.Events:
+			if !ok {
+				return fmt.Errorf("%w: %s", ErrWatchEnded, m.dir)
+			}
 			w.handle(ctx, ev)
-		case err := <-w.fs.Errors:
+		case err, ok := <-w.fs.Errors:
+			if !ok {
+				return fmt.Errorf("%w: %s", ErrWatchEnded, m.dir)
+			}
 			w.handleError(ctx, err)
 		case <-m.nudge:
 		case <-fired:

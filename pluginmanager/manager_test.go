@@ -365,7 +365,7 @@ func TestUnknownTypeRetriedWithBackoff(t *testing.T) {
 	p := newPlugin(e.path("gpu.sock"), "GPUPlugin", "gpu.example.com", "v1").start(t)
 	want := "RegisterPlugin error -- no handler registered for plugin type: GPUPlugin at socket " + p.path
 	backoff := initialBackoff
-	for i := 0; i < 3; i++ {
+	for i := 0; ; i++ {
 		if s := p.status(t); s.PluginRegistered || s.Error != want {
 			t.Fatalf("attempt %d: status %+v, want %q", i, s, want)
 		}
@@ -392,11 +392,16 @@ func TestUnknownTypeRetriedWithBackoff(t *testing.T) {
 		if s, _ := e.socket(p.path); s.Pending {
 			t.Fatalf("attempt %d: retried before its back-off", i)
 		}
+		if i == 2 {
+			break
+		}
 		e.clock.Step(time.Millisecond)
 		backoff *= 2
 	}
+	// A handler added meanwhile serves the next attempt.
 	h := newHandler()
 	e.m.AddHandler("GPUPlugin", h)
+	e.clock.Step(time.Millisecond)
 	h.expect(t, call{"validate", "gpu.example.com", p.path, "[v1]"}, call{"register", "gpu.example.com", p.path, "[v1]"})
 	if s := p.status(t); !s.PluginRegistered {
 		t.Errorf("status %+v, want registered", s)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/go-logr/logr"
@@ -19,14 +18,6 @@ import (
 type fileID struct {
 	dev, ino uint64
 	mtime    int64
-}
-
-func idOf(fi fs.FileInfo) fileID {
-	id := fileID{mtime: fi.ModTime().UnixNano()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		id.dev, id.ino = uint64(st.Dev), uint64(st.Ino)
-	}
-	return id
 }
 
 // watcher is kubelet's pluginwatcher: it keeps the desired state (the
