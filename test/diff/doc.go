@@ -56,7 +56,13 @@
 //     request paths and methods: verbs, subresources and their order
 //     (nodeapi_test.go);
 //   - validation.Pod with the API server's create path for pods, in the
-//     package validation below (its own doc says how to run and replay it).
+//     package validation below (its own doc says how to run and replay it);
+//   - csi.Plugin with kubelet's CSI volume plugin (pkg/volume/csi on
+//     volume/testing's fake kubelet host), each against its own csi/fake
+//     driver: registration (the Node and CSINode kubelet writes), stage,
+//     publish, unpublish, unstage of one PersistentVolume; CSI calls and
+//     requests, vol_data.json and the files left compared (csi_test.go;
+//     one scenario, not random: kubelet's plugin keeps global state).
 //
 // # Versions
 //
