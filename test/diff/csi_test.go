@@ -71,7 +71,7 @@ func TestCSIPluginAgainstKubelet(t *testing.T) {
 			AttachRequired:       ptr(true),
 			PodInfoOnMount:       ptr(true),
 			FSGroupPolicy:        &policy,
-			VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent},
+			VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral},
 		},
 	}
 	pv := &corev1.PersistentVolume{
@@ -95,13 +95,27 @@ func TestCSIPluginAgainstKubelet(t *testing.T) {
 	}
 	stageSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "stage", Namespace: "storage"}, Data: map[string][]byte{"key": []byte("stage-secret")}}
 	publishSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "publish", Namespace: "storage"}, Data: map[string][]byte{"user": []byte("u"), "pass": []byte("publish-secret")}}
+	blockPV := pv.DeepCopy()
+	blockPV.Name = "pvc-block"
+	blockPV.Spec.VolumeMode = ptr(corev1.PersistentVolumeBlock)
+	blockPV.Spec.CSI.VolumeHandle = "blk-7"
+	blockPV.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+	blockAttachment := attachment.DeepCopy()
+	blockAttachment.Name = csi.AttachmentName("blk-7", driverName, nodeName)
+	blockAttachment.Spec.Source.PersistentVolumeName = ptr("pvc-block")
+	inlineSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "inline", Namespace: "apps"}, Data: map[string][]byte{"k": []byte("inline-secret")}}
+	inline := &corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{
+		Driver: driverName, FSType: ptr("ext4"), ReadOnly: ptr(true),
+		VolumeAttributes:     map[string]string{"size": "1Gi"},
+		NodePublishSecretRef: &corev1.LocalObjectReference{Name: "inline"},
+	}}}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: "apps", UID: "0f1e2d3c-aaaa-bbbb-cccc-123456789abc"},
 		Spec:       corev1.PodSpec{ServiceAccountName: "db"},
 	}
 
 	// kubelet's plugin.
-	client := fake.NewClientset(node.DeepCopy(), csiDriver, attachment, stageSecret, publishSecret)
+	client := fake.NewClientset(node.DeepCopy(), csiDriver, attachment, blockAttachment, stageSecret, publishSecret, inlineSecret)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	driverLister := factory.Storage().V1().CSIDrivers().Lister()
 	vaLister := factory.Storage().V1().VolumeAttachments().Lister()
@@ -245,6 +259,88 @@ func TestCSIPluginAgainstKubelet(t *testing.T) {
 	}
 	compareCalls(t, "unstage", kDriver, kRoot, pDriver, pRoot)
 	compareTrees(t, "unstage", kRoot, pRoot)
+
+	// A CSI inline volume: published only.
+	inlineSpec := volume.NewSpecFromVolume(inline)
+	im, err := plug.NewMounter(inlineSpec, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := im.SetUp(volume.MounterArgs{FsGroup: &fsGroup}); err != nil {
+		t.Fatal(err)
+	}
+	ivol, err := csi.VolumeFromInline(pod, inline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Publish(ctx, csi.PublishRequest{Volume: ivol, Pod: pod, Secrets: csi.SecretsFromData(inlineSecret.Data), FSGroup: &fsGroup, CSIDriver: csiDriver}); err != nil {
+		t.Fatal(err)
+	}
+	compareCalls(t, "inline publish", kDriver, kRoot, pDriver, pRoot)
+	compareTrees(t, "inline publish", kRoot, pRoot)
+	iu, err := plug.NewUnmounter(inline.Name, pod.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := iu.TearDown(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Unpublish(ctx, csi.UnpublishRequest{Driver: driverName, VolumeHandle: ivol.VolumeHandle, PodUID: string(pod.UID), SpecName: inline.Name}); err != nil {
+		t.Fatal(err)
+	}
+	compareCalls(t, "inline unpublish", kDriver, kRoot, pDriver, pRoot)
+	compareTrees(t, "inline unpublish", kRoot, pRoot)
+
+	// A block volume: SetUpDevice and MapPodDevice, then UnmapPodDevice
+	// and TearDownDevice.
+	bplug, err := host.GetPluginMgr().FindMapperPluginByName(kcsi.CSIPluginName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bspec := volume.NewSpecFromPersistentVolume(blockPV.DeepCopy(), false)
+	mapper, err := bplug.NewBlockVolumeMapper(bspec, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	custom := mapper.(volume.CustomBlockVolumeMapper)
+	if _, err := custom.SetUpDevice(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := custom.MapPodDevice(); err != nil {
+		t.Fatal(err)
+	}
+	bvol, err := csi.VolumeFromPV(blockPV, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Stage(ctx, csi.StageRequest{Volume: bvol, PublishContext: blockAttachment.Status.AttachmentMetadata, Secrets: csi.SecretsFromData(stageSecret.Data), CSIDriver: csiDriver}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Publish(ctx, csi.PublishRequest{Volume: bvol, Pod: pod, PublishContext: blockAttachment.Status.AttachmentMetadata, Secrets: csi.SecretsFromData(publishSecret.Data), CSIDriver: csiDriver}); err != nil {
+		t.Fatal(err)
+	}
+	compareCalls(t, "block map", kDriver, kRoot, pDriver, pRoot)
+	compareTrees(t, "block map", kRoot, pRoot)
+	unmapper, err := bplug.NewBlockVolumeUnmapper(blockPV.Name, pod.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cu := unmapper.(volume.CustomBlockVolumeUnmapper)
+	if err := cu.UnmapPodDevice(); err != nil {
+		t.Fatal(err)
+	}
+	globalMap, _ := mapper.GetGlobalMapPath(bspec)
+	if err := cu.TearDownDevice(globalMap, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Unpublish(ctx, csi.UnpublishRequest{Driver: driverName, VolumeHandle: "blk-7", PodUID: string(pod.UID), SpecName: blockPV.Name, Block: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Unstage(ctx, csi.UnstageRequest{Driver: driverName, VolumeHandle: "blk-7", SpecName: blockPV.Name, Block: true}); err != nil {
+		t.Fatal(err)
+	}
+	compareCalls(t, "block unmap", kDriver, kRoot, pDriver, pRoot)
+	compareTrees(t, "block unmap", kRoot, pRoot)
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -60,7 +60,8 @@
 //   - csi.Plugin with kubelet's CSI volume plugin (pkg/volume/csi on
 //     volume/testing's fake kubelet host), each against its own csi/fake
 //     driver: registration (the Node and CSINode kubelet writes), stage,
-//     publish, unpublish, unstage of one PersistentVolume; CSI calls and
+//     publish, unpublish, unstage of a PersistentVolume, an inline volume
+//     and a block volume; CSI calls and
 //     requests, vol_data.json and the files left compared (csi_test.go;
 //     one scenario, not random: kubelet's plugin keeps global state).
 //
