@@ -136,7 +136,7 @@ func (p *Plugin) Publish(ctx context.Context, req PublishRequest) (PublishResult
 	if podInfoOnMount(req.CSIDriver) {
 		attrs = merge(attrs, podInfo(req.Pod, req.Ephemeral))
 	}
-	tokens, inSecrets, err := serviceAccountTokens(ctx, req)
+	tokens, rawTokens, inSecrets, err := serviceAccountTokens(ctx, req)
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", csiLog("mounter.SetUpAt failed to get service accoount token attributes"), err)
 	}
@@ -187,7 +187,7 @@ func (p *Plugin) Publish(ctx context.Context, req PublishRequest) (PublishResult
 		fsType:         req.FSType,
 		mountOptions:   mountOptions,
 		fsGroup:        fsGroup,
-		redact:         []map[string]string{tokens},
+		redact:         []map[string]string{tokens, rawTokens},
 	})
 	if err != nil {
 		log.Error(err, csiLog("mounter.SetUpAt NodePublishVolume failed"), "volID", req.VolumeHandle)
@@ -357,15 +357,17 @@ func podInfo(pod *corev1.Pod, ephemeral bool) map[string]string {
 	}
 }
 
-// serviceAccountTokens is kubelet's podServiceAccountTokenAttrs.
-func serviceAccountTokens(ctx context.Context, r PublishRequest) (map[string]string, bool, error) {
+// serviceAccountTokens is kubelet's podServiceAccountTokenAttrs; raw
+// holds the bare tokens, for redaction.
+func serviceAccountTokens(ctx context.Context, r PublishRequest) (attrs, raw map[string]string, inSecrets bool, err error) {
 	if r.CSIDriver == nil || len(r.CSIDriver.Spec.TokenRequests) == 0 {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	if r.Tokens == nil {
-		return nil, false, fmt.Errorf("%w: CSIDriver %s asks for tokenRequests and no TokenGetter was given", ErrUnsupported, r.Driver)
+		return nil, nil, false, fmt.Errorf("%w: CSIDriver %s asks for tokenRequests and no TokenGetter was given", ErrUnsupported, r.Driver)
 	}
 	out := map[string]authenticationv1.TokenRequestStatus{}
+	raw = map[string]string{}
 	for _, tr := range r.CSIDriver.Spec.TokenRequests {
 		audiences := []string{tr.Audience}
 		if tr.Audience == "" {
@@ -381,19 +383,20 @@ func serviceAccountTokens(ctx context.Context, r PublishRequest) (map[string]str
 			},
 		})
 		if err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 		if got == nil {
-			return nil, false, fmt.Errorf("%w: token request for audience %q returned nothing", ErrInvalidRequest, tr.Audience)
+			return nil, nil, false, fmt.Errorf("%w: token request for audience %q returned nothing", ErrInvalidRequest, tr.Audience)
 		}
 		out[tr.Audience] = got.Status
+		raw[tr.Audience] = got.Status.Token
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
-	inSecrets := r.CSIDriver.Spec.ServiceAccountTokenInSecrets != nil && *r.CSIDriver.Spec.ServiceAccountTokenInSecrets
-	return map[string]string{KeyTokens: string(b)}, inSecrets, nil
+	inSecrets = r.CSIDriver.Spec.ServiceAccountTokenInSecrets != nil && *r.CSIDriver.Spec.ServiceAccountTokenInSecrets
+	return map[string]string{KeyTokens: string(b)}, raw, inSecrets, nil
 }
 
 // maps copies m (nil stays nil): kubelet merges into the spec's own map;

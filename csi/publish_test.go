@@ -239,6 +239,11 @@ func TestPublishTokens(t *testing.T) {
 	if got != `{"vault":{"token":"jwt-abcdef","expirationTimestamp":null}}` {
 		t.Errorf("tokens attribute = %s", got)
 	}
+	// A driver that echoes the bare token in its error: redacted.
+	e.d.FailNext(fake.NodePublishVolume, status.Error(codes.Unauthenticated, "token jwt-abcdef rejected"))
+	if _, err := e.p.Publish(context.Background(), req); err == nil || strings.Contains(err.Error(), "jwt-abcdef") {
+		t.Errorf("error = %v", err)
+	}
 }
 
 func TestSecretsNeverInErrorsOrLogs(t *testing.T) {

@@ -61,9 +61,9 @@
 //     volume/testing's fake kubelet host), each against its own csi/fake
 //     driver: registration (the Node and CSINode kubelet writes), stage,
 //     publish, unpublish, unstage of a PersistentVolume, an inline volume
-//     and a block volume; CSI calls and
-//     requests, vol_data.json and the files left compared (csi_test.go;
-//     one scenario, not random: kubelet's plugin keeps global state).
+//     and a block volume; CSI calls and requests, vol_data.json and the
+//     files left compared (csi_test.go; one scenario, not random:
+//     kubelet's plugin keeps global state).
 //
 // # Versions
 //
