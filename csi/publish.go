@@ -175,18 +175,18 @@ func (p *Plugin) Publish(ctx context.Context, req PublishRequest) (PublishResult
 		}
 		return res, err
 	}
-	err = c.nodePublish(ctx, publishArgs{
-		volumeHandle:   req.VolumeHandle,
-		readOnly:       req.ReadOnly,
-		stagingPath:    res.StagingPath,
-		targetPath:     dir,
-		accessMode:     req.accessMode(),
-		publishContext: publishContext,
-		volumeContext:  attrs,
-		secrets:        secrets,
-		fsType:         req.FSType,
-		mountOptions:   mountOptions,
-		fsGroup:        fsGroup,
+	err = c.NodePublishVolume(ctx, NodePublishRequest{
+		VolumeHandle:   req.VolumeHandle,
+		ReadOnly:       req.ReadOnly,
+		StagingPath:    res.StagingPath,
+		TargetPath:     dir,
+		AccessMode:     req.accessMode(),
+		PublishContext: publishContext,
+		VolumeContext:  attrs,
+		Secrets:        secrets,
+		FSType:         req.FSType,
+		MountOptions:   mountOptions,
+		FSGroup:        fsGroup,
 		redact:         []map[string]string{tokens, rawTokens},
 	})
 	if err != nil {
@@ -223,17 +223,17 @@ func (p *Plugin) publishBlock(ctx context.Context, c *Client, req PublishRequest
 	if err := mkdirAllDir(filepath.Dir(paths.Publish)); err != nil {
 		return PublishResult{}, errors.New(csiLog("blockMapper.publishVolumeForBlock failed to create dir %s:  %v", filepath.Dir(paths.Publish), err))
 	}
-	err = c.nodePublish(ctx, publishArgs{
-		volumeHandle:   req.VolumeHandle,
-		readOnly:       req.ReadOnly,
-		stagingPath:    paths.Staging,
-		targetPath:     paths.Publish,
-		accessMode:     req.accessMode(),
-		publishContext: publishContext,
-		volumeContext:  attrs,
-		secrets:        req.Secrets.orEmpty(),
-		fsType:         fsTypeBlock,
-		mountOptions:   []string{},
+	err = c.NodePublishVolume(ctx, NodePublishRequest{
+		VolumeHandle:   req.VolumeHandle,
+		ReadOnly:       req.ReadOnly,
+		StagingPath:    paths.Staging,
+		TargetPath:     paths.Publish,
+		AccessMode:     req.accessMode(),
+		PublishContext: publishContext,
+		VolumeContext:  attrs,
+		Secrets:        req.Secrets.orEmpty(),
+		FSType:         fsTypeBlock,
+		MountOptions:   []string{},
 	})
 	if err != nil {
 		return PublishResult{}, err
@@ -278,7 +278,7 @@ func (p *Plugin) Unpublish(ctx context.Context, req UnpublishRequest) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	if err := c.nodeUnpublish(ctx, req.VolumeHandle, target); err != nil {
+	if err := c.NodeUnpublishVolume(ctx, req.VolumeHandle, target); err != nil {
 		if req.Block {
 			return settled(csiLog("blockMapper.unpublishVolumeForBlock failed"), err)
 		}
