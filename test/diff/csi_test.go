@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/google/go-cmp/cmp"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/kubernetes/pkg/volume"
@@ -341,6 +343,8 @@ func TestCSIPluginAgainstKubelet(t *testing.T) {
 	}
 	compareCalls(t, "block unmap", kDriver, kRoot, pDriver, pRoot)
 	compareTrees(t, "block unmap", kRoot, pRoot)
+
+	comparePaths(t, plug, bplug, kRoot)
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -421,5 +425,99 @@ func compareTrees(t *testing.T, step, kRoot, pRoot string) {
 	}
 	if diff := cmp.Diff(k, p); diff != "" {
 		t.Errorf("%s: files (-kubelet +podstart):\n%s", step, diff)
+	}
+}
+
+// comparePaths compares kubelet's staging, publish and block paths with
+// podstart's Layout on random driver names, volume handles, spec names and
+// pod UIDs (names the API server accepts; handles of any bytes podstart
+// accepts).
+func comparePaths(t *testing.T, plug volume.VolumePlugin, bplug volume.BlockVolumePlugin, kRoot string) {
+	t.Helper()
+	r := newRand(t)
+	d := differences{t: t}
+	l := csi.Layout{Root: kRoot}
+	label := func() string {
+		const chars = "abcdefghijklmnopqrstuvwxyz0123456789-"
+		n := 1 + r.IntN(12)
+		b := []byte{chars[r.IntN(36)]}
+		for i := 1; i < n-1; i++ {
+			b = append(b, chars[r.IntN(len(chars))])
+		}
+		if n > 1 {
+			b = append(b, chars[r.IntN(36)])
+		}
+		return string(b)
+	}
+	subdomain := func() string {
+		parts := []string{label()}
+		for r.IntN(3) == 0 {
+			parts = append(parts, label())
+		}
+		return strings.Join(parts, ".")
+	}
+	dm, err := plug.(volume.DeviceMountableVolumePlugin).NewDeviceMounter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	compared := 0
+	for range cases(2000) {
+		driver, spec, uid := subdomain(), subdomain(), label()+"-"+label()
+		handle := trickyString(r, 8)
+		if r.IntN(4) == 0 {
+			handle = "projects/" + label() + "/disks/" + label()
+		}
+		pv := &corev1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: spec},
+			Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{
+				CSI: &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: handle},
+			}},
+		}
+		vspec := volume.NewSpecFromPersistentVolume(pv, false)
+		kStaging, kerr := dm.GetDeviceMountPath(vspec)
+		pStaging, perr := l.StagingPath(driver, handle)
+		if perr != nil {
+			// podstart refuses only handles kubelet would send as invalid
+			// protobuf strings (or with NUL): nothing else.
+			if handle != "" && !strings.ContainsRune(handle, 0) && utf8.ValidString(handle) {
+				d.add("StagingPath(%q, %q) refused: %v", driver, handle, perr)
+			}
+			continue
+		}
+		if kerr != nil || kStaging != pStaging {
+			d.add("staging path of %q %q: kubelet %q (%v), podstart %q", driver, handle, kStaging, kerr, pStaging)
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "n", UID: types.UID(uid)}}
+		m, err := plug.NewMounter(vspec, pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pPublish, err := l.PublishPath(uid, spec)
+		if err != nil || m.GetPath() != pPublish {
+			d.add("publish path of %q %q: kubelet %q, podstart %q (%v)", uid, spec, m.GetPath(), pPublish, err)
+		}
+		bm, err := bplug.NewBlockVolumeMapper(vspec, pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bp, err := l.BlockPaths(uid, spec)
+		if err != nil {
+			d.add("block paths of %q %q refused: %v", uid, spec, err)
+			continue
+		}
+		kGlobal, _ := bm.GetGlobalMapPath(vspec)
+		kDir, kName := bm.GetPodDeviceMapPath()
+		if kGlobal != bp.GlobalMap || kDir != bp.PodDeviceMapDir || kName != bp.PodDeviceMapName {
+			d.add("block paths of %q %q: kubelet %q %q %q, podstart %+v", uid, spec, kGlobal, kDir, kName, bp)
+		}
+		data, err := csi.ReadVolumeData(bp.DataDir) // written by kubelet's NewBlockVolumeMapper
+		if err != nil || data.SpecVolID != spec || data.VolumeHandle != handle || data.AttachmentID != csi.AttachmentName(handle, driver, "fakeNode") {
+			d.add("kubelet's block vol_data.json for %q %q read as %+v (%v)", spec, handle, data, err)
+		}
+		compared++
+	}
+	d.report(cases(2000), "CSI path cases")
+	if compared < cases(2000)/2 {
+		t.Errorf("only %d of %d cases compared", compared, cases(2000))
 	}
 }

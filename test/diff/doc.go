@@ -62,8 +62,10 @@
 //     driver: registration (the Node and CSINode kubelet writes), stage,
 //     publish, unpublish, unstage of a PersistentVolume, an inline volume
 //     and a block volume; CSI calls and requests, vol_data.json and the
-//     files left compared (csi_test.go; one scenario, not random:
-//     kubelet's plugin keeps global state).
+//     files left compared (one scenario: kubelet's plugin keeps global
+//     state); then the staging, publish and block paths and kubelet's
+//     block vol_data.json on 2,000 random driver names, handles, spec
+//     names and pod UIDs (csi_test.go).
 //
 // # Versions
 //
