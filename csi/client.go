@@ -108,6 +108,40 @@ func (c *Client) NodeGetCapabilities(ctx context.Context) ([]csipb.NodeServiceCa
 	return out, nil
 }
 
+// Capabilities are the node service capabilities kubelet looks at.
+type Capabilities struct {
+	StageUnstage, VolumeMountGroup, SingleNodeMultiWriter bool
+	ExpandVolume, GetVolumeStats, GetVolumeHealth         bool
+}
+
+// Capabilities asks the driver once (one NodeGetCapabilities call) for
+// all of them; kubelet asks once per decision (Supports), which the
+// Plugin's operations do.
+func (c *Client) Capabilities(ctx context.Context) (Capabilities, error) {
+	caps, err := c.NodeGetCapabilities(ctx)
+	if err != nil {
+		return Capabilities{}, err
+	}
+	var out Capabilities
+	for _, cp := range caps {
+		switch cp {
+		case csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME:
+			out.StageUnstage = true
+		case csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP:
+			out.VolumeMountGroup = true
+		case csipb.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER:
+			out.SingleNodeMultiWriter = true
+		case csipb.NodeServiceCapability_RPC_EXPAND_VOLUME:
+			out.ExpandVolume = true
+		case csipb.NodeServiceCapability_RPC_GET_VOLUME_STATS:
+			out.GetVolumeStats = true
+		case csipb.NodeServiceCapability_RPC_GET_VOLUME_HEALTH:
+			out.GetVolumeHealth = true
+		}
+	}
+	return out, nil
+}
+
 // Supports asks the driver (one NodeGetCapabilities call) whether it has
 // the capability.
 func (c *Client) Supports(ctx context.Context, capability csipb.NodeServiceCapability_RPC_Type) (bool, error) {

@@ -23,6 +23,11 @@ func TestClientSingleCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	caps, err := c.Capabilities(ctx)
+	if err != nil || caps != (csi.Capabilities{StageUnstage: true, SingleNodeMultiWriter: true}) {
+		t.Errorf("capabilities = %+v, %v", caps, err)
+	}
+	e.d.Reset()
 	staging := e.root + "/staging"
 	if err := c.NodeStageVolume(ctx, csi.NodeStageRequest{VolumeHandle: "v", StagingPath: staging, FSType: "block", AccessMode: corev1.ReadWriteOncePod}); err != nil {
 		t.Fatal(err)
