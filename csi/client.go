@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -107,6 +108,40 @@ func (c *Client) NodeGetCapabilities(ctx context.Context) ([]csipb.NodeServiceCa
 	return out, nil
 }
 
+// Capabilities are the node service capabilities kubelet looks at.
+type Capabilities struct {
+	StageUnstage, VolumeMountGroup, SingleNodeMultiWriter bool
+	ExpandVolume, GetVolumeStats, GetVolumeHealth         bool
+}
+
+// Capabilities asks the driver once (one NodeGetCapabilities call) for
+// all of them; kubelet asks once per decision (Supports), which the
+// Plugin's operations do.
+func (c *Client) Capabilities(ctx context.Context) (Capabilities, error) {
+	caps, err := c.NodeGetCapabilities(ctx)
+	if err != nil {
+		return Capabilities{}, err
+	}
+	var out Capabilities
+	for _, cp := range caps {
+		switch cp {
+		case csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME:
+			out.StageUnstage = true
+		case csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP:
+			out.VolumeMountGroup = true
+		case csipb.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER:
+			out.SingleNodeMultiWriter = true
+		case csipb.NodeServiceCapability_RPC_EXPAND_VOLUME:
+			out.ExpandVolume = true
+		case csipb.NodeServiceCapability_RPC_GET_VOLUME_STATS:
+			out.GetVolumeStats = true
+		case csipb.NodeServiceCapability_RPC_GET_VOLUME_HEALTH:
+			out.GetVolumeHealth = true
+		}
+	}
+	return out, nil
+}
+
 // Supports asks the driver (one NodeGetCapabilities call) whether it has
 // the capability.
 func (c *Client) Supports(ctx context.Context, capability csipb.NodeServiceCapability_RPC_Type) (bool, error) {
@@ -173,26 +208,34 @@ func capability(mode csipb.VolumeCapability_AccessMode_Mode, fsType string, moun
 	return vc
 }
 
-// stageArgs are NodeStageVolume's arguments in kubelet's shape.
-type stageArgs struct {
-	volumeHandle   string
-	publishContext map[string]string
-	stagingPath    string
-	fsType         string
-	accessMode     corev1.PersistentVolumeAccessMode
-	secrets        map[string]string
-	volumeContext  map[string]string
-	mountOptions   []string
-	fsGroup        *int64
+// NodeStageRequest is NodeStageVolume's arguments in kubelet's shape:
+// FSType "block" asks for a block volume; FSGroup, when set, goes as
+// volumeMountGroup (kubelet sets it only for drivers with
+// VOLUME_MOUNT_GROUP).
+type NodeStageRequest struct {
+	VolumeHandle   string
+	PublishContext map[string]string
+	StagingPath    string
+	FSType         string
+	AccessMode     corev1.PersistentVolumeAccessMode
+	Secrets        map[string]string
+	VolumeContext  map[string]string
+	MountOptions   []string
+	FSGroup        *int64
 }
 
-func (c *Client) nodeStage(ctx context.Context, a stageArgs) error {
-	logr.FromContextOrDiscard(ctx).V(4).Info(csiLog("calling NodeStageVolume rpc"), "volID", a.volumeHandle, "stagingTargetPath", a.stagingPath)
-	if a.volumeHandle == "" {
+// NodeStageVolume is kubelet's csiDriverClient.NodeStageVolume: a
+// NodeGetCapabilities call (SINGLE_NODE_MULTI_WRITER, for the access
+// mode), then NodeStageVolume. Plugin.Stage is the whole of kubelet's
+// MountDevice around it; this is the single call, for a caller that keeps
+// its own paths and files.
+func (c *Client) NodeStageVolume(ctx context.Context, a NodeStageRequest) error {
+	logr.FromContextOrDiscard(ctx).V(4).Info(csiLog("calling NodeStageVolume rpc"), "volID", a.VolumeHandle, "stagingTargetPath", a.StagingPath)
+	if a.VolumeHandle == "" {
 		return invalid("missing volume id")
 	}
-	if a.stagingPath == "" {
-		return invalid("missing staging target path")
+	if err := checkPath(a.StagingPath, "staging target path"); err != nil {
+		return err
 	}
 	mapper, err := c.accessModeMapper(ctx)
 	if err != nil {
@@ -204,23 +247,24 @@ func (c *Client) nodeStage(ctx context.Context, a stageArgs) error {
 	}
 	defer cc.Close()
 	_, err = nc.NodeStageVolume(ctx, &csipb.NodeStageVolumeRequest{
-		VolumeId:          a.volumeHandle,
-		PublishContext:    a.publishContext,
-		StagingTargetPath: a.stagingPath,
-		VolumeCapability:  capability(mapper(a.accessMode), a.fsType, a.mountOptions, a.fsGroup),
-		Secrets:           a.secrets,
-		VolumeContext:     a.volumeContext,
+		VolumeId:          a.VolumeHandle,
+		PublishContext:    a.PublishContext,
+		StagingTargetPath: a.StagingPath,
+		VolumeCapability:  capability(mapper(a.AccessMode), a.FSType, a.MountOptions, a.FSGroup),
+		Secrets:           a.Secrets,
+		VolumeContext:     a.VolumeContext,
 	})
-	return wrapRPC(err, []map[string]string{a.secrets}, true)
+	return wrapRPC(err, []map[string]string{a.Secrets}, true)
 }
 
-func (c *Client) nodeUnstage(ctx context.Context, volumeHandle, stagingPath string) error {
+// NodeUnstageVolume calls NodeUnstageVolume.
+func (c *Client) NodeUnstageVolume(ctx context.Context, volumeHandle, stagingPath string) error {
 	logr.FromContextOrDiscard(ctx).V(4).Info(csiLog("calling NodeUnstageVolume rpc"), "volID", volumeHandle, "stagingTargetPath", stagingPath)
 	if volumeHandle == "" {
 		return invalid("missing volume id")
 	}
-	if stagingPath == "" {
-		return invalid("missing staging target path")
+	if err := checkPath(stagingPath, "staging target path"); err != nil {
+		return err
 	}
 	cc, nc, err := c.conn()
 	if err != nil {
@@ -231,29 +275,39 @@ func (c *Client) nodeUnstage(ctx context.Context, volumeHandle, stagingPath stri
 	return wrapRPC(err, nil, false)
 }
 
-// publishArgs are NodePublishVolume's arguments in kubelet's shape.
-type publishArgs struct {
-	volumeHandle   string
-	readOnly       bool
-	stagingPath    string
-	targetPath     string
-	accessMode     corev1.PersistentVolumeAccessMode
-	publishContext map[string]string
-	volumeContext  map[string]string
-	secrets        map[string]string
-	fsType         string
-	mountOptions   []string
-	fsGroup        *int64
+// NodePublishRequest is NodePublishVolume's arguments in kubelet's
+// shape (StagingPath "" when the volume is not staged; FSType "block" for
+// a block volume).
+type NodePublishRequest struct {
+	VolumeHandle   string
+	ReadOnly       bool
+	StagingPath    string
+	TargetPath     string
+	AccessMode     corev1.PersistentVolumeAccessMode
+	PublishContext map[string]string
+	VolumeContext  map[string]string
+	Secrets        map[string]string
+	FSType         string
+	MountOptions   []string
+	FSGroup        *int64
 	redact         []map[string]string
 }
 
-func (c *Client) nodePublish(ctx context.Context, a publishArgs) error {
-	logr.FromContextOrDiscard(ctx).V(4).Info(csiLog("calling NodePublishVolume rpc"), "volID", a.volumeHandle, "targetPath", a.targetPath)
-	if a.volumeHandle == "" {
+// NodePublishVolume is kubelet's csiDriverClient.NodePublishVolume: a
+// NodeGetCapabilities call (SINGLE_NODE_MULTI_WRITER), then
+// NodePublishVolume. Plugin.Publish is the whole of kubelet's SetUpAt.
+func (c *Client) NodePublishVolume(ctx context.Context, a NodePublishRequest) error {
+	logr.FromContextOrDiscard(ctx).V(4).Info(csiLog("calling NodePublishVolume rpc"), "volID", a.VolumeHandle, "targetPath", a.TargetPath)
+	if a.VolumeHandle == "" {
 		return invalid("missing volume id")
 	}
-	if a.targetPath == "" {
-		return invalid("missing target path")
+	if err := checkPath(a.TargetPath, "target path"); err != nil {
+		return err
+	}
+	if a.StagingPath != "" {
+		if err := checkPath(a.StagingPath, "staging target path"); err != nil {
+			return err
+		}
 	}
 	mapper, err := c.accessModeMapper(ctx)
 	if err != nil {
@@ -265,25 +319,26 @@ func (c *Client) nodePublish(ctx context.Context, a publishArgs) error {
 	}
 	defer cc.Close()
 	_, err = nc.NodePublishVolume(ctx, &csipb.NodePublishVolumeRequest{
-		VolumeId:          a.volumeHandle,
-		PublishContext:    a.publishContext,
-		StagingTargetPath: a.stagingPath,
-		TargetPath:        a.targetPath,
-		VolumeCapability:  capability(mapper(a.accessMode), a.fsType, a.mountOptions, a.fsGroup),
-		Readonly:          a.readOnly,
-		Secrets:           a.secrets,
-		VolumeContext:     a.volumeContext,
+		VolumeId:          a.VolumeHandle,
+		PublishContext:    a.PublishContext,
+		StagingTargetPath: a.StagingPath,
+		TargetPath:        a.TargetPath,
+		VolumeCapability:  capability(mapper(a.AccessMode), a.FSType, a.MountOptions, a.FSGroup),
+		Readonly:          a.ReadOnly,
+		Secrets:           a.Secrets,
+		VolumeContext:     a.VolumeContext,
 	})
-	return wrapRPC(err, append([]map[string]string{a.secrets}, a.redact...), true)
+	return wrapRPC(err, append([]map[string]string{a.Secrets}, a.redact...), true)
 }
 
-func (c *Client) nodeUnpublish(ctx context.Context, volumeHandle, targetPath string) error {
+// NodeUnpublishVolume calls NodeUnpublishVolume.
+func (c *Client) NodeUnpublishVolume(ctx context.Context, volumeHandle, targetPath string) error {
 	logr.FromContextOrDiscard(ctx).V(4).Info(csiLog("calling NodeUnpublishVolume rpc"), "volID", volumeHandle, "targetPath", targetPath)
 	if volumeHandle == "" {
 		return invalid("missing volume id")
 	}
-	if targetPath == "" {
-		return invalid("missing target path")
+	if err := checkPath(targetPath, "target path"); err != nil {
+		return err
 	}
 	cc, nc, err := c.conn()
 	if err != nil {
@@ -301,7 +356,9 @@ type VolumeStats struct {
 	InodesFree, Inodes, InodesUsed int64
 }
 
-func (c *Client) nodeGetVolumeStats(ctx context.Context, volumeHandle, path string) (VolumeStats, error) {
+// NodeGetVolumeStats calls NodeGetVolumeStats (Plugin.VolumeStats asks
+// for GET_VOLUME_STATS first, as kubelet).
+func (c *Client) NodeGetVolumeStats(ctx context.Context, volumeHandle, path string) (VolumeStats, error) {
 	if volumeHandle == "" {
 		return VolumeStats{}, invalid("missing volume id")
 	}
@@ -332,44 +389,60 @@ func (c *Client) nodeGetVolumeStats(ctx context.Context, volumeHandle, path stri
 	return s, nil
 }
 
-type expandArgs struct {
-	volumeHandle, volumePath, stagingPath, fsType string
-	accessMode                                    corev1.PersistentVolumeAccessMode
-	newSize                                       int64
-	mountOptions                                  []string
-	secrets                                       map[string]string
+// NodeExpandRequest is NodeExpandVolume's arguments in kubelet's shape.
+type NodeExpandRequest struct {
+	VolumeHandle, VolumePath, StagingPath, FSType string
+	AccessMode                                    corev1.PersistentVolumeAccessMode
+	NewSize                                       int64
+	MountOptions                                  []string
+	Secrets                                       map[string]string
 }
 
-func (c *Client) nodeExpand(ctx context.Context, a expandArgs) (int64, error) {
-	if a.volumeHandle == "" {
-		return a.newSize, invalid("missing volume id")
+// NodeExpandVolume is kubelet's csiDriverClient.NodeExpandVolume: a
+// NodeGetCapabilities call (SINGLE_NODE_MULTI_WRITER), then
+// NodeExpandVolume; it returns the capacity the driver reports.
+func (c *Client) NodeExpandVolume(ctx context.Context, a NodeExpandRequest) (int64, error) {
+	if a.VolumeHandle == "" {
+		return a.NewSize, invalid("missing volume id")
 	}
-	if a.volumePath == "" {
-		return a.newSize, invalid("missing volume path")
+	if a.VolumePath == "" {
+		return a.NewSize, invalid("missing volume path")
 	}
-	if a.newSize < 0 {
-		return a.newSize, invalid("size can not be less than 0")
+	if a.NewSize < 0 {
+		return a.NewSize, invalid("size can not be less than 0")
 	}
 	mapper, err := c.accessModeMapper(ctx)
 	if err != nil {
-		return a.newSize, err
+		return a.NewSize, err
 	}
 	cc, nc, err := c.conn()
 	if err != nil {
-		return a.newSize, err
+		return a.NewSize, err
 	}
 	defer cc.Close()
 	res, err := nc.NodeExpandVolume(ctx, &csipb.NodeExpandVolumeRequest{
-		VolumeId:          a.volumeHandle,
-		VolumePath:        a.volumePath,
-		CapacityRange:     &csipb.CapacityRange{RequiredBytes: a.newSize},
-		StagingTargetPath: a.stagingPath,
+		VolumeId:          a.VolumeHandle,
+		VolumePath:        a.VolumePath,
+		CapacityRange:     &csipb.CapacityRange{RequiredBytes: a.NewSize},
+		StagingTargetPath: a.StagingPath,
 		// kubelet sends no volumeMountGroup on expansion.
-		VolumeCapability: capability(mapper(a.accessMode), a.fsType, a.mountOptions, nil),
-		Secrets:          a.secrets,
+		VolumeCapability: capability(mapper(a.AccessMode), a.FSType, a.MountOptions, nil),
+		Secrets:          a.Secrets,
 	})
 	if err != nil {
-		return a.newSize, wrapRPC(err, []map[string]string{a.secrets}, true)
+		return a.NewSize, wrapRPC(err, []map[string]string{a.Secrets}, true)
 	}
 	return res.GetCapacityBytes(), nil
+}
+
+// checkPath: a path given to a driver is absolute and clean; an empty
+// one is kubelet's "missing <what>".
+func checkPath(p, what string) error {
+	if p == "" {
+		return invalid("missing %s", what)
+	}
+	if !filepath.IsAbs(p) || filepath.Clean(p) != p || strings.IndexByte(p, 0) >= 0 {
+		return invalid("%s %q must be absolute and clean", what, p)
+	}
+	return nil
 }

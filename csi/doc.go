@@ -81,6 +81,12 @@
 //     updater (MutableCSINodeAllocatableCount) are not implemented.
 //   - Unstage checks that vol_data.json names the driver and handle asked
 //     for (kubelet takes them from the file).
+//   - Names are validated before they become paths: a driver that reports
+//     a name the API server would refuse for a CSIDriver (not a DNS-1123
+//     subdomain of at most 63 characters) is refused at ValidatePlugin, a
+//     spec name that is not a DNS-1123 subdomain or a pod UID outside
+//     [A-Za-z0-9_.-] is refused by the operation; kubelet uses them as
+//     they come (escaping only "/" in spec names).
 //   - Like kubelet, a filesystem volume of a driver without STAGE_UNSTAGE
 //     leaves an empty globalmount directory (kubelet creates it before
 //     checking the capability, and its UnmountDevice skips a directory

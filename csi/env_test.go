@@ -8,12 +8,16 @@ import (
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/go-logr/logr"
+	"go.uber.org/goleak"
 
 	"github.com/podstart/podstart/csi"
 	"github.com/podstart/podstart/csi/fake"
 )
 
 const driverName = "fake.csi.k8s.io"
+
+// Every test stops its drivers; no gRPC goroutine may outlive them.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type env struct {
 	p      *csi.Plugin

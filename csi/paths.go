@@ -69,7 +69,7 @@ func ValidatePodUID(uid string) error {
 		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
 	}
 	if !ok {
-		return fmt.Errorf("%w: pod UID %q: must be 1 to %d of [A-Za-z0-9_.-], not . or ..", ErrInvalidName, uid, maxPodUID)
+		return fmt.Errorf("%w: pod UID %q: must be 1 to %d of [A-Za-z0-9_.-], not \".\" or \"..\"", ErrInvalidName, uid, maxPodUID)
 	}
 	return nil
 }

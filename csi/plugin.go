@@ -288,3 +288,16 @@ func parentDir(p string) string {
 	}
 	return p[:i]
 }
+
+// Operations are the volume operations a volume manager calls, each with
+// a plain request, so it can wrap or fake them; Plugin implements it.
+type Operations interface {
+	Stage(ctx context.Context, req StageRequest) (StageResult, error)
+	Unstage(ctx context.Context, req UnstageRequest) error
+	Publish(ctx context.Context, req PublishRequest) (PublishResult, error)
+	Unpublish(ctx context.Context, req UnpublishRequest) error
+	VolumeStats(ctx context.Context, driver, volumeHandle, path string) (VolumeStats, error)
+	Expand(ctx context.Context, req ExpandRequest) (int64, error)
+}
+
+var _ Operations = (*Plugin)(nil)

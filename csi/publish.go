@@ -136,7 +136,7 @@ func (p *Plugin) Publish(ctx context.Context, req PublishRequest) (PublishResult
 	if podInfoOnMount(req.CSIDriver) {
 		attrs = merge(attrs, podInfo(req.Pod, req.Ephemeral))
 	}
-	tokens, inSecrets, err := serviceAccountTokens(ctx, req)
+	tokens, rawTokens, inSecrets, err := serviceAccountTokens(ctx, req)
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", csiLog("mounter.SetUpAt failed to get service accoount token attributes"), err)
 	}
@@ -175,19 +175,19 @@ func (p *Plugin) Publish(ctx context.Context, req PublishRequest) (PublishResult
 		}
 		return res, err
 	}
-	err = c.nodePublish(ctx, publishArgs{
-		volumeHandle:   req.VolumeHandle,
-		readOnly:       req.ReadOnly,
-		stagingPath:    res.StagingPath,
-		targetPath:     dir,
-		accessMode:     req.accessMode(),
-		publishContext: publishContext,
-		volumeContext:  attrs,
-		secrets:        secrets,
-		fsType:         req.FSType,
-		mountOptions:   mountOptions,
-		fsGroup:        fsGroup,
-		redact:         []map[string]string{tokens},
+	err = c.NodePublishVolume(ctx, NodePublishRequest{
+		VolumeHandle:   req.VolumeHandle,
+		ReadOnly:       req.ReadOnly,
+		StagingPath:    res.StagingPath,
+		TargetPath:     dir,
+		AccessMode:     req.accessMode(),
+		PublishContext: publishContext,
+		VolumeContext:  attrs,
+		Secrets:        secrets,
+		FSType:         req.FSType,
+		MountOptions:   mountOptions,
+		FSGroup:        fsGroup,
+		redact:         []map[string]string{tokens, rawTokens},
 	})
 	if err != nil {
 		log.Error(err, csiLog("mounter.SetUpAt NodePublishVolume failed"), "volID", req.VolumeHandle)
@@ -223,17 +223,17 @@ func (p *Plugin) publishBlock(ctx context.Context, c *Client, req PublishRequest
 	if err := mkdirAllDir(filepath.Dir(paths.Publish)); err != nil {
 		return PublishResult{}, errors.New(csiLog("blockMapper.publishVolumeForBlock failed to create dir %s:  %v", filepath.Dir(paths.Publish), err))
 	}
-	err = c.nodePublish(ctx, publishArgs{
-		volumeHandle:   req.VolumeHandle,
-		readOnly:       req.ReadOnly,
-		stagingPath:    paths.Staging,
-		targetPath:     paths.Publish,
-		accessMode:     req.accessMode(),
-		publishContext: publishContext,
-		volumeContext:  attrs,
-		secrets:        req.Secrets.orEmpty(),
-		fsType:         fsTypeBlock,
-		mountOptions:   []string{},
+	err = c.NodePublishVolume(ctx, NodePublishRequest{
+		VolumeHandle:   req.VolumeHandle,
+		ReadOnly:       req.ReadOnly,
+		StagingPath:    paths.Staging,
+		TargetPath:     paths.Publish,
+		AccessMode:     req.accessMode(),
+		PublishContext: publishContext,
+		VolumeContext:  attrs,
+		Secrets:        req.Secrets.orEmpty(),
+		FSType:         fsTypeBlock,
+		MountOptions:   []string{},
 	})
 	if err != nil {
 		return PublishResult{}, err
@@ -278,7 +278,7 @@ func (p *Plugin) Unpublish(ctx context.Context, req UnpublishRequest) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	if err := c.nodeUnpublish(ctx, req.VolumeHandle, target); err != nil {
+	if err := c.NodeUnpublishVolume(ctx, req.VolumeHandle, target); err != nil {
 		if req.Block {
 			return settled(csiLog("blockMapper.unpublishVolumeForBlock failed"), err)
 		}
@@ -357,15 +357,17 @@ func podInfo(pod *corev1.Pod, ephemeral bool) map[string]string {
 	}
 }
 
-// serviceAccountTokens is kubelet's podServiceAccountTokenAttrs.
-func serviceAccountTokens(ctx context.Context, r PublishRequest) (map[string]string, bool, error) {
+// serviceAccountTokens is kubelet's podServiceAccountTokenAttrs; raw
+// holds the bare tokens, for redaction.
+func serviceAccountTokens(ctx context.Context, r PublishRequest) (attrs, raw map[string]string, inSecrets bool, err error) {
 	if r.CSIDriver == nil || len(r.CSIDriver.Spec.TokenRequests) == 0 {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	if r.Tokens == nil {
-		return nil, false, fmt.Errorf("%w: CSIDriver %s asks for tokenRequests and no TokenGetter was given", ErrUnsupported, r.Driver)
+		return nil, nil, false, fmt.Errorf("%w: CSIDriver %s asks for tokenRequests and no TokenGetter was given", ErrUnsupported, r.Driver)
 	}
 	out := map[string]authenticationv1.TokenRequestStatus{}
+	raw = map[string]string{}
 	for _, tr := range r.CSIDriver.Spec.TokenRequests {
 		audiences := []string{tr.Audience}
 		if tr.Audience == "" {
@@ -381,19 +383,20 @@ func serviceAccountTokens(ctx context.Context, r PublishRequest) (map[string]str
 			},
 		})
 		if err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 		if got == nil {
-			return nil, false, fmt.Errorf("%w: token request for audience %q returned nothing", ErrInvalidRequest, tr.Audience)
+			return nil, nil, false, fmt.Errorf("%w: token request for audience %q returned nothing", ErrInvalidRequest, tr.Audience)
 		}
 		out[tr.Audience] = got.Status
+		raw[tr.Audience] = got.Status.Token
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
-	inSecrets := r.CSIDriver.Spec.ServiceAccountTokenInSecrets != nil && *r.CSIDriver.Spec.ServiceAccountTokenInSecrets
-	return map[string]string{KeyTokens: string(b)}, inSecrets, nil
+	inSecrets = r.CSIDriver.Spec.ServiceAccountTokenInSecrets != nil && *r.CSIDriver.Spec.ServiceAccountTokenInSecrets
+	return map[string]string{KeyTokens: string(b)}, raw, inSecrets, nil
 }
 
 // maps copies m (nil stays nil): kubelet merges into the spec's own map;

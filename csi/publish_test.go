@@ -239,6 +239,11 @@ func TestPublishTokens(t *testing.T) {
 	if got != `{"vault":{"token":"jwt-abcdef","expirationTimestamp":null}}` {
 		t.Errorf("tokens attribute = %s", got)
 	}
+	// A driver that echoes the bare token in its error: redacted.
+	e.d.FailNext(fake.NodePublishVolume, status.Error(codes.Unauthenticated, "token jwt-abcdef rejected"))
+	if _, err := e.p.Publish(context.Background(), req); err == nil || strings.Contains(err.Error(), "jwt-abcdef") {
+		t.Errorf("error = %v", err)
+	}
 }
 
 func TestSecretsNeverInErrorsOrLogs(t *testing.T) {
@@ -360,5 +365,42 @@ func TestVolumeStatsAndExpand(t *testing.T) {
 	d.FailNext(fake.NodeExpandVolume, status.Error(codes.OutOfRange, "too big"))
 	if _, err := e.p.Expand(context.Background(), csi.ExpandRequest{Volume: pvVolume(), VolumePath: "/p", NewSize: 1}); !errors.Is(err, csi.ErrInfeasible) {
 		t.Errorf("infeasible: %v", err)
+	}
+}
+
+func TestPublishRefusesHostileOrInconsistentRequests(t *testing.T) {
+	e := newEnv(t, nil)
+	req := publishReq()
+	req.Pod = testPod()
+	req.Pod.UID = "../../etc"
+	if _, err := e.p.Publish(context.Background(), req); !errors.Is(err, csi.ErrInvalidName) || !strings.Contains(err.Error(), "pod UID") {
+		t.Errorf("hostile pod UID: %v", err)
+	}
+	req = publishReq()
+	req.Ephemeral = true // a handle that is not kubelet's for this pod and volume
+	if _, err := e.p.Publish(context.Background(), req); !errors.Is(err, csi.ErrInvalidRequest) {
+		t.Errorf("inline volume with a foreign handle: %v", err)
+	}
+	req = publishReq()
+	req.Pod = nil
+	if _, err := e.p.Publish(context.Background(), req); !errors.Is(err, csi.ErrInvalidRequest) {
+		t.Errorf("no pod: %v", err)
+	}
+	if err := e.p.Unpublish(context.Background(), csi.UnpublishRequest{Driver: driverName, VolumeHandle: "v", PodUID: "u", SpecName: ".."}); !errors.Is(err, csi.ErrInvalidName) {
+		t.Errorf("hostile spec name on unpublish: %v", err)
+	}
+	if len(e.d.Calls()) != 0 {
+		t.Errorf("refused requests reached the driver: %v", e.d.Methods())
+	}
+	// A tampered vol_data.json cannot steer a later operation.
+	dir, _ := e.p.Layout().PublishPath("uid-1", "pv-1")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(dir), csi.VolDataFileName), []byte(`{"driverName":"../x","volumeHandle":"v","specVolID":"../../y"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := csi.ReadVolumeData(filepath.Dir(dir)); !errors.Is(err, csi.ErrInvalidName) {
+		t.Errorf("tampered vol_data.json: %v", err)
 	}
 }

@@ -99,16 +99,16 @@ func (p *Plugin) Stage(ctx context.Context, req StageRequest) (StageResult, erro
 	if mountGroup {
 		fsGroup = req.FSGroup
 	}
-	err = c.nodeStage(ctx, stageArgs{
-		volumeHandle:   req.VolumeHandle,
-		publishContext: req.PublishContext,
-		stagingPath:    stagingPath,
-		fsType:         req.FSType,
-		accessMode:     req.accessMode(),
-		secrets:        req.Secrets.orEmpty(),
-		volumeContext:  req.VolumeAttributes,
-		mountOptions:   mountOptions,
-		fsGroup:        fsGroup,
+	err = c.NodeStageVolume(ctx, NodeStageRequest{
+		VolumeHandle:   req.VolumeHandle,
+		PublishContext: req.PublishContext,
+		StagingPath:    stagingPath,
+		FSType:         req.FSType,
+		AccessMode:     req.accessMode(),
+		Secrets:        req.Secrets.orEmpty(),
+		VolumeContext:  req.VolumeAttributes,
+		MountOptions:   mountOptions,
+		FSGroup:        fsGroup,
 	})
 	if err != nil {
 		if !errors.Is(err, ErrUncertain) {
@@ -148,14 +148,14 @@ func (p *Plugin) stageBlock(ctx context.Context, c *Client, req StageRequest) (S
 	if err := mkdirAllDir(paths.Staging); err != nil {
 		return StageResult{}, errors.New(csiLog("blockMapper.stageVolumeForBlock failed to create dir %s: %v", paths.Staging, err))
 	}
-	err = c.nodeStage(ctx, stageArgs{
-		volumeHandle:   req.VolumeHandle,
-		publishContext: publishContext,
-		stagingPath:    paths.Staging,
-		fsType:         fsTypeBlock,
-		accessMode:     req.accessMode(),
-		secrets:        req.Secrets.orEmpty(),
-		volumeContext:  req.VolumeAttributes,
+	err = c.NodeStageVolume(ctx, NodeStageRequest{
+		VolumeHandle:   req.VolumeHandle,
+		PublishContext: publishContext,
+		StagingPath:    paths.Staging,
+		FSType:         fsTypeBlock,
+		AccessMode:     req.accessMode(),
+		Secrets:        req.Secrets.orEmpty(),
+		VolumeContext:  req.VolumeAttributes,
 	})
 	if err != nil {
 		if !errors.Is(err, ErrUncertain) {
@@ -216,7 +216,7 @@ func (p *Plugin) Unstage(ctx context.Context, req UnstageRequest) error {
 		return settled(csiLog("attacher.UnmountDevice failed to check whether STAGE_UNSTAGE_VOLUME set"), err)
 	}
 	if stageSet {
-		if err := c.nodeUnstage(ctx, req.VolumeHandle, stagingPath); err != nil {
+		if err := c.NodeUnstageVolume(ctx, req.VolumeHandle, stagingPath); err != nil {
 			return settled(csiLog("attacher.UnmountDevice failed"), err)
 		}
 	}
@@ -242,7 +242,7 @@ func (p *Plugin) unstageBlock(ctx context.Context, req UnstageRequest) error {
 			return settled(csiLog("blockMapper.unstageVolumeForBlock failed to check STAGE_UNSTAGE_VOLUME capability"), err)
 		}
 		if stageSet {
-			if err := c.nodeUnstage(ctx, req.VolumeHandle, paths.Staging); err != nil {
+			if err := c.NodeUnstageVolume(ctx, req.VolumeHandle, paths.Staging); err != nil {
 				return settled(csiLog("blockMapper.unstageVolumeForBlock failed"), err)
 			}
 		}

@@ -29,7 +29,7 @@ func (p *Plugin) VolumeStats(ctx context.Context, driver, volumeHandle, path str
 	if !ok {
 		return VolumeStats{}, fmt.Errorf("%w: metrics are not supported for %s Volumes", ErrNotSupported, driver)
 	}
-	return c.nodeGetVolumeStats(ctx, volumeHandle, path)
+	return c.NodeGetVolumeStats(ctx, volumeHandle, path)
 }
 
 // ExpandRequest expands a volume on the node (kubelet's NodeExpand).
@@ -77,15 +77,15 @@ func (p *Plugin) Expand(ctx context.Context, req ExpandRequest) (int64, error) {
 	if req.Block {
 		fsType = fsTypeBlock
 	}
-	size, err := c.nodeExpand(ctx, expandArgs{
-		volumeHandle: req.VolumeHandle,
-		volumePath:   req.VolumePath,
-		stagingPath:  req.StagingPath,
-		fsType:       fsType,
-		accessMode:   req.accessMode(),
-		newSize:      req.NewSize,
-		mountOptions: req.MountOptions,
-		secrets:      req.Secrets.orEmpty(),
+	size, err := c.NodeExpandVolume(ctx, NodeExpandRequest{
+		VolumeHandle: req.VolumeHandle,
+		VolumePath:   req.VolumePath,
+		StagingPath:  req.StagingPath,
+		FSType:       fsType,
+		AccessMode:   req.accessMode(),
+		NewSize:      req.NewSize,
+		MountOptions: req.MountOptions,
+		Secrets:      req.Secrets.orEmpty(),
 	})
 	if err != nil {
 		switch status.Code(err) {

@@ -61,6 +61,15 @@
 //     on scripted registration sockets, not random ones: each run with its
 //     own directory, the handler calls and NotifyRegistrationStatus each
 //     plugin saw, in order (pluginmanager_test.go).
+//   - csi.Plugin with kubelet's CSI volume plugin (pkg/volume/csi on
+//     volume/testing's fake kubelet host), each against its own csi/fake
+//     driver: registration (the Node and CSINode kubelet writes), stage,
+//     publish, unpublish, unstage of a PersistentVolume, an inline volume
+//     and a block volume; CSI calls and requests, vol_data.json and the
+//     files left compared (one scenario: kubelet's plugin keeps global
+//     state); then the staging, publish and block paths and kubelet's
+//     block vol_data.json on 2,000 random driver names, handles, spec
+//     names and pod UIDs (csi_test.go).
 //
 // # Versions
 //
