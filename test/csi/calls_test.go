@@ -1,0 +1,247 @@
+package csi
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// call is one line of bindcsi's record (-calls).
+type call struct {
+	Time     string          `json:"time"`
+	Socket   string          `json:"socket"`
+	Method   string          `json:"method"`
+	Request  json.RawMessage `json:"request"`
+	Response json.RawMessage `json:"response,omitempty"`
+	Error    string          `json:"error,omitempty"`
+}
+
+// names maps what differs from run to run and node to node (pod UIDs, PV
+// names, volume handles, the root dir, hashes of them) to stable labels.
+type names struct {
+	mu      sync.Mutex
+	root    string
+	replace map[string]string
+}
+
+func newNames(root string) *names {
+	return &names{root: root, replace: map[string]string{}}
+}
+
+func (n *names) add(from, to string) {
+	if from == "" {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.replace[from] = to
+}
+
+func (n *names) pod(p *corev1.Pod) {
+	n.add(string(p.UID), "<uid "+p.Namespace+"/"+p.Name+">")
+}
+
+func (n *names) pv(name, claim string) { n.add(name, "<pv "+claim+">") }
+
+var (
+	sha256Re   = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
+	identityRe = regexp.MustCompile(`\b\d{10,}-\d+-[a-z0-9.-]+\b`) // the provisioner's identity: <ms>-<rand>-<driver>
+)
+
+// normalise rewrites a call's JSON with the labels, longest first (a PV's
+// name holds a claim's UID), then hashes and the provisioner identity.
+func (n *names) normalise(s string) string {
+	n.mu.Lock()
+	keys := make([]string, 0, len(n.replace))
+	for k := range n.replace {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return len(keys[i]) > len(keys[j]) })
+	pairs := []string{n.root, "<root>"}
+	for _, k := range keys {
+		pairs = append(pairs, k, n.replace[k])
+	}
+	n.mu.Unlock()
+	s = strings.NewReplacer(pairs...).Replace(s)
+	s = sha256Re.ReplaceAllString(s, "<sha256>")
+	return identityRe.ReplaceAllString(s, "<provisioner-identity>")
+}
+
+// callsOffset is the record's size now: the start of a test's calls.
+func (tr *tier) callsOffset() int64 {
+	st, err := os.Stat(tr.calls)
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	return st.Size()
+}
+
+// callsSince reads the calls recorded since offset.
+func (tr *tier) callsSince(off int64) []call {
+	tr.t.Helper()
+	f, err := os.Open(tr.calls)
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, 0); err != nil {
+		tr.t.Fatal(err)
+	}
+	var out []call
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var c call
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			tr.t.Fatalf("%s: %v", tr.calls, err)
+		}
+		out = append(out, c)
+	}
+	if err := sc.Err(); err != nil {
+		tr.t.Fatal(err)
+	}
+	return out
+}
+
+// nodeCall is a node-socket call as the report keeps it: the method's
+// short name, its request normalised, and its error if any.
+type nodeCall struct {
+	Method  string         `json:"method"`
+	Request map[string]any `json:"request,omitempty"`
+	Error   string         `json:"error,omitempty"`
+}
+
+// report is what a test writes to <report>/<test>-<node kind>.json.
+type report struct {
+	Node  string     `json:"node"`
+	Calls []nodeCall `json:"calls"` // in order, NodeGetVolumeStats left out (timer driven)
+	// ByVolume holds each volume's stage, publish, unpublish and unstage
+	// calls in order, keyed by its normalised volume_id: what must be the
+	// same on every node whatever the interleaving of pods.
+	ByVolume map[string][]nodeCall `json:"by_volume"`
+	// Counts of the calls without a volume (capabilities, info).
+	Counts map[string]int `json:"counts"`
+}
+
+// nodeReport normalises the node socket's calls since offset.
+func (tr *tier) nodeReport(off int64) report {
+	tr.t.Helper()
+	r := report{Node: tr.kind, ByVolume: map[string][]nodeCall{}, Counts: map[string]int{}}
+	for _, c := range tr.callsSince(off) {
+		if c.Socket != "node" {
+			continue
+		}
+		method := c.Method[strings.LastIndex(c.Method, "/")+1:]
+		if method == "NodeGetVolumeStats" {
+			continue
+		}
+		nc := nodeCall{Method: method, Error: tr.names.normalise(c.Error)}
+		if err := json.Unmarshal([]byte(tr.names.normalise(string(c.Request))), &nc.Request); err != nil {
+			tr.t.Fatalf("a recorded request: %v", err)
+		}
+		r.Calls = append(r.Calls, nc)
+		if id, ok := nc.Request["volume_id"].(string); ok {
+			r.ByVolume[id] = append(r.ByVolume[id], nc)
+		} else {
+			r.Counts[method]++
+		}
+	}
+	return r
+}
+
+// writeReport writes the test's report and, on a podstart node, compares
+// each volume's calls with kubelet's report of the same test when the
+// directory holds one (run.sh --node kubelet first).
+func (tr *tier) writeReport(name string, r report) {
+	tr.t.Helper()
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	path := filepath.Join(tr.report, name+"-"+tr.kind+".json")
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		tr.t.Fatal(err)
+	}
+	tr.t.Logf("the node's CSI calls, normalised: %s", path)
+	if tr.kind == "kubelet" {
+		return
+	}
+	ref, err := os.ReadFile(filepath.Join(tr.report, name+"-kubelet.json"))
+	if err != nil {
+		tr.t.Logf("no kubelet report to compare with: %v", err)
+		return
+	}
+	var k report
+	if err := json.Unmarshal(ref, &k); err != nil {
+		tr.t.Fatal(err)
+	}
+	want, _ := json.MarshalIndent(k.ByVolume, "", "  ")
+	got, _ := json.MarshalIndent(r.ByVolume, "", "  ")
+	if !bytes.Equal(want, got) {
+		tr.t.Errorf("the %s node's CSI calls per volume differ from kubelet's:\nkubelet:\n%s\n%s:\n%s", tr.kind, want, tr.kind, got)
+	}
+}
+
+// sequence is a one-line-per-call digest of calls, for the log.
+func sequence(calls []nodeCall) string {
+	var b strings.Builder
+	for _, c := range calls {
+		fmt.Fprintf(&b, "  %s", c.Method)
+		for _, k := range []string{"volume_id", "staging_target_path", "target_path"} {
+			if v, ok := c.Request[k]; ok {
+				fmt.Fprintf(&b, " %s=%v", k, v)
+			}
+		}
+		if c.Error != "" {
+			fmt.Fprintf(&b, " error=%q", c.Error)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// checkLifecycle checks one volume's calls: each publish after a stage
+// (persistent volumes), each publish undone by an unpublish of the same
+// target, each stage undone by an unstage, and none failed.
+func checkLifecycle(t *testing.T, volume string, calls []nodeCall, staged bool) {
+	t.Helper()
+	published := map[any]int{}
+	stages := 0
+	for _, c := range calls {
+		if c.Error != "" {
+			t.Errorf("volume %s: %s failed: %s", volume, c.Method, c.Error)
+		}
+		switch c.Method {
+		case "NodeStageVolume":
+			stages++
+		case "NodeUnstageVolume":
+			if stages == 0 {
+				t.Errorf("volume %s: NodeUnstageVolume without a stage", volume)
+			}
+			if len(published) > 0 {
+				t.Errorf("volume %s: unstaged while published at %v", volume, published)
+			}
+			stages = 0
+		case "NodePublishVolume":
+			if staged && stages == 0 {
+				t.Errorf("volume %s: NodePublishVolume before NodeStageVolume", volume)
+			}
+			published[c.Request["target_path"]]++
+		case "NodeUnpublishVolume":
+			delete(published, c.Request["target_path"])
+		}
+	}
+	if len(published) > 0 || stages > 0 {
+		t.Errorf("volume %s: left published at %v, staged %d; calls:\n%s", volume, published, stages, sequence(calls))
+	}
+}
