@@ -9,6 +9,7 @@
 #   bash test/csi/run.sh                     node: the real kubelet v1.37.2
 #   bash test/csi/run.sh --node podstart     node: examples/nodeagent
 #   bash test/csi/run.sh --rebuild           rebuild every binary (else kept)
+#   bash test/csi/run.sh --no-build          only the two small programs of the main module
 #   bash test/csi/run.sh --keep              leave it all up afterwards
 #   bash test/csi/run.sh --down              stop what --keep left
 #   bash test/csi/run.sh --run RE            only the Go tests matching RE
@@ -35,15 +36,16 @@ CTRL_SOCK=$DIR/csi/controller.sock           # where the sidecars dial it
 say() { echo "csi-tier: $*" >&2; }
 running() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
-node=kubelet keep=no rebuild=no run_re=.
+node=kubelet keep=no rebuild=no build=yes run_re=.
 while [ $# -gt 0 ]; do
 	case $1 in
 	--node) node=$2; shift ;;
 	--keep) keep=yes ;;
 	--rebuild) rebuild=yes ;;
+	--no-build) build=no ;;
 	--run) run_re=$2; shift ;;
 	--down) down_only=yes ;;
-	*) echo "usage: $0 [--node kubelet|podstart] [--rebuild] [--keep] [--run RE] | --down" >&2; exit 2 ;;
+	*) echo "usage: $0 [--node kubelet|podstart] [--rebuild|--no-build] [--keep] [--run RE] | --down" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -62,14 +64,14 @@ start() {
 	echo $! >"$DIR/$name.pid"
 }
 
-# stop_pid pidfile: SIGTERM, then SIGKILL after 20 s.
+# stop_pid pidfile: SIGTERM to its process group, then SIGKILL after 20 s.
 stop_pid() {
 	running "$1" || { rm -f "$1"; return 0; }
 	local pid
 	pid=$(cat "$1")
-	kill "$pid" 2>/dev/null || true
+	kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true # its group: setsid made it the leader
 	for _ in $(seq 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	kill -9 "$pid" 2>/dev/null || true
+	kill -9 -- "-$pid" 2>/dev/null || kill -9 "$pid" 2>/dev/null || true
 	rm -f "$1"
 }
 
@@ -90,12 +92,12 @@ mkdir -p "$BIN"
 
 # --- build: each binary once (kept after; --rebuild relinks them all)
 tb=$SECONDS
-need() { [ $rebuild = yes ] || [ ! -x "$BIN/$1" ]; }
+need() { [ $build = yes ] && { [ $rebuild = yes ] || [ ! -x "$BIN/$1" ]; }; }
 export PODSTART_E2E_DIR=$DIR # where the build scripts put their binaries
-for b in kube-apiserver etcd kubectl; do need $b && bash "$repo/test/cluster/build.sh" $b; done
-for b in kube-controller-manager kube-scheduler; do need $b && bash "$repo/test/conformance/build.sh" $b; done
+for b in kube-apiserver etcd kubectl; do if need $b; then bash "$repo/test/cluster/build.sh" $b; fi; done
+for b in kube-controller-manager kube-scheduler; do if need $b; then bash "$repo/test/conformance/build.sh" $b; fi; done
 if [ $node = kubelet ] && need kubelet; then bash "$repo/test/kubelet/build.sh"; fi
-if [ $rebuild = yes ]; then bash "$here/build.sh" -f; else bash "$here/build.sh"; fi
+if [ $rebuild = yes ]; then bash "$here/build.sh" -f; elif [ $build = yes ]; then bash "$here/build.sh"; fi
 unset PODSTART_E2E_DIR
 (cd "$repo" && GOFLAGS=-buildvcs=false go build -o "$BIN/controlplane" ./test/conformance/controlplane &&
 	GOFLAGS=-buildvcs=false go build -o "$BIN/csinode" ./test/csi/csinode)
@@ -114,7 +116,7 @@ trap 'if [ $keep = no ]; then down; fi' EXIT
 rm -rf "$DIR/cluster" "$DIR/csi" "$DIR/data" && mkdir -p "$DIR/cluster" "$DIR/csi" "$DIR/data"
 "$BIN/csinode" cleanup -root "$ROOT" >/dev/null 2>&1 || true
 rm -rf "$ROOT"
-start controlplane "$BIN/controlplane" -dir "$DIR/cluster" -node-name "$NODE"
+start controlplane env PODSTART_E2E_DIR="$DIR" "$BIN/controlplane" -dir "$DIR/cluster" -node-name "$NODE"
 for _ in $(seq 1800); do
 	[ -f "$DIR/cluster/ready" ] && break
 	running "$DIR/controlplane.pid" || { tail -30 "$DIR/controlplane.log" >&2; exit 1; }
@@ -131,8 +133,6 @@ start bindcsi "$BIN/bindcsi" -controller-endpoint "$CTRL_SOCK" -node-endpoint "$
 	-data "$DIR/data" -node-id "$NODE" -calls "$CALLS"
 for _ in $(seq 100); do [ -S "$NODE_SOCK" ] && [ -S "$CTRL_SOCK" ] && break; sleep 0.1; done
 [ -S "$NODE_SOCK" ] || { say "bindcsi did not listen"; cat "$DIR/bindcsi.log" >&2; exit 1; }
-start registrar "$BIN/registrar" -csi-address "$NODE_SOCK" -kubelet-registration-path "$NODE_SOCK" \
-	-plugin-registration-dir "$ROOT/plugins_registry"
 start csi-provisioner "$BIN/csi-provisioner" --csi-address="$CTRL_SOCK" --kubeconfig="$ADMIN_KUBECONFIG" \
 	--leader-election=false --extra-create-metadata --v=3
 start csi-attacher "$BIN/csi-attacher" --csi-address="$CTRL_SOCK" --kubeconfig="$ADMIN_KUBECONFIG" \
@@ -174,6 +174,19 @@ done
 if [ "$(kubectl get node "$NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" != True ]; then
 	say "node $NODE not Ready in 3 minutes"; tail -30 "$DIR/node.log" >&2; exit 1
 fi
+# The registrar, once the Node exists (a DaemonSet's pod would start no
+# sooner; registered before, kubelet cannot own its CSINode by the Node's
+# UID and refuses the plugin), restarted when it exits as a pod's
+# container would be (it exits when the node refuses the plugin).
+start registrar bash -c 'while :; do "$0" "$@"; echo "registrar exited ($?), restarting in 2s"; sleep 2; done' \
+	"$BIN/registrar" -csi-address "$NODE_SOCK" -kubelet-registration-path "$NODE_SOCK" \
+	-plugin-registration-dir "$ROOT/plugins_registry"
+for _ in $(seq 60); do
+	[ -n "$(kubectl get csinode "$NODE" -o "jsonpath={.spec.drivers[?(@.name==\"$DRIVER\")].nodeID}" 2>/dev/null)" ] && break
+	sleep 1
+done
+[ -n "$(kubectl get csinode "$NODE" -o "jsonpath={.spec.drivers[?(@.name==\"$DRIVER\")].nodeID}" 2>/dev/null)" ] ||
+	{ say "$DRIVER not registered with $NODE in a minute"; tail -20 "$DIR/registrar.log" >&2; exit 1; }
 up_time=$((SECONDS - tu))
 say "cluster, CSI stack and $node node up in ${up_time}s"
 
