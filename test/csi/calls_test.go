@@ -161,15 +161,19 @@ func (tr *tier) nodeReport(off int64) report {
 
 // writeReport writes the test's report and, on a podstart node, compares
 // each volume's calls with kubelet's report of the same test when the
-// directory holds one (run.sh --node kubelet first).
-func (tr *tier) writeReport(name string, r report) {
+// directory holds one (run.sh --node kubelet first); with ordered (a test
+// of one pod at a time), the whole sequence too.
+func (tr *tier) writeReport(name string, r report, ordered bool) {
 	tr.t.Helper()
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // the labels' <...> as they are
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
 		tr.t.Fatal(err)
 	}
 	path := filepath.Join(tr.report, name+"-"+tr.kind+".json")
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		tr.t.Fatal(err)
 	}
 	tr.t.Logf("the node's CSI calls, normalised: %s", path)
@@ -189,6 +193,14 @@ func (tr *tier) writeReport(name string, r report) {
 	got, _ := json.MarshalIndent(r.ByVolume, "", "  ")
 	if !bytes.Equal(want, got) {
 		tr.t.Errorf("the %s node's CSI calls per volume differ from kubelet's:\nkubelet:\n%s\n%s:\n%s", tr.kind, want, tr.kind, got)
+	}
+	if !ordered {
+		return
+	}
+	want, _ = json.MarshalIndent(k.Calls, "", "  ")
+	got, _ = json.MarshalIndent(r.Calls, "", "  ")
+	if !bytes.Equal(want, got) {
+		tr.t.Errorf("the %s node's CSI calls differ from kubelet's:\nkubelet:\n%s\n%s:\n%s", tr.kind, sequence(k.Calls), tr.kind, sequence(r.Calls))
 	}
 }
 
@@ -210,31 +222,31 @@ func sequence(calls []nodeCall) string {
 	return b.String()
 }
 
-// checkLifecycle checks one volume's calls: each publish after a stage
-// (persistent volumes), each publish undone by an unpublish of the same
-// target, each stage undone by an unstage, and none failed.
-func checkLifecycle(t *testing.T, volume string, calls []nodeCall, staged bool) {
-	t.Helper()
+// lifecycleProblems checks one volume's calls: each publish after a
+// stage (persistent volumes), each publish undone by an unpublish of the
+// same target, each stage undone by an unstage, and none failed.
+func lifecycleProblems(volume string, calls []nodeCall, staged bool) []string {
+	var out []string
 	published := map[any]int{}
 	stages := 0
 	for _, c := range calls {
 		if c.Error != "" {
-			t.Errorf("volume %s: %s failed: %s", volume, c.Method, c.Error)
+			out = append(out, fmt.Sprintf("volume %s: %s failed: %s", volume, c.Method, c.Error))
 		}
 		switch c.Method {
 		case "NodeStageVolume":
 			stages++
 		case "NodeUnstageVolume":
 			if stages == 0 {
-				t.Errorf("volume %s: NodeUnstageVolume without a stage", volume)
+				out = append(out, fmt.Sprintf("volume %s: NodeUnstageVolume without a stage", volume))
 			}
 			if len(published) > 0 {
-				t.Errorf("volume %s: unstaged while published at %v", volume, published)
+				out = append(out, fmt.Sprintf("volume %s: unstaged while published at %v", volume, published))
 			}
 			stages = 0
 		case "NodePublishVolume":
 			if staged && stages == 0 {
-				t.Errorf("volume %s: NodePublishVolume before NodeStageVolume", volume)
+				out = append(out, fmt.Sprintf("volume %s: NodePublishVolume before NodeStageVolume", volume))
 			}
 			published[c.Request["target_path"]]++
 		case "NodeUnpublishVolume":
@@ -242,6 +254,15 @@ func checkLifecycle(t *testing.T, volume string, calls []nodeCall, staged bool) 
 		}
 	}
 	if len(published) > 0 || stages > 0 {
-		t.Errorf("volume %s: left published at %v, staged %d; calls:\n%s", volume, published, stages, sequence(calls))
+		out = append(out, fmt.Sprintf("volume %s: left published at %v, staged %d; calls:\n%s", volume, published, stages, sequence(calls)))
+	}
+	return out
+}
+
+// checkLifecycle reports lifecycleProblems as test errors.
+func checkLifecycle(t *testing.T, volume string, calls []nodeCall, staged bool) {
+	t.Helper()
+	for _, p := range lifecycleProblems(volume, calls, staged) {
+		t.Error(p)
 	}
 }

@@ -155,7 +155,7 @@ func TestStatefulSet(t *testing.T) {
 		}
 	}
 	t.Logf("the node's calls without a volume: %v", r.Counts)
-	tr.writeReport("statefulset", r)
+	tr.writeReport("statefulset", r, false)
 }
 
 // TestGenericEphemeral runs a pod with a generic ephemeral volume: the
@@ -207,7 +207,7 @@ func TestGenericEphemeral(t *testing.T) {
 		checkLifecycle(t, vol, calls, true)
 	}
 	t.Logf("the node's calls, normalised:\n%s", sequence(r.Calls))
-	tr.writeReport("ephemeral", r)
+	tr.writeReport("ephemeral", r, true)
 }
 
 // TestInline runs a pod with a CSI inline volume (the driver's
@@ -271,7 +271,7 @@ func TestInline(t *testing.T) {
 		checkLifecycle(t, vol, calls, false)
 	}
 	t.Logf("the node's calls, normalised:\n%s", sequence(r.Calls))
-	tr.writeReport("inline", r)
+	tr.writeReport("inline", r, true)
 }
 
 // TestCSINode checks what the node published for the driver after the
@@ -302,4 +302,19 @@ func TestCSINode(t *testing.T) {
 		t.Errorf("node %s does not leave attaching to the attach/detach controller: annotations %v", tr.node, labels.Set(node.Annotations))
 	}
 	t.Logf("CSINode %s: %v", tr.node, drivers)
+
+	// The registration's calls on the node socket since the driver
+	// started: the registrar's GetPluginInfo, then the node's NodeGetInfo.
+	all := tr.nodeReport(0)
+	r := report{Node: tr.kind, ByVolume: map[string][]nodeCall{}, Counts: map[string]int{}}
+	for _, c := range all.Calls {
+		if c.Method == "NodeGetInfo" || c.Method == "GetPluginInfo" || c.Method == "GetPluginCapabilities" || c.Method == "Probe" {
+			r.Calls = append(r.Calls, c)
+		}
+	}
+	if len(r.Calls) == 0 || r.Calls[len(r.Calls)-1].Method != "NodeGetInfo" {
+		t.Errorf("no NodeGetInfo on the node socket; registration calls:\n%s", sequence(r.Calls))
+	}
+	t.Logf("registration calls on the node socket:\n%s", sequence(r.Calls))
+	tr.writeReport("registration", r, true)
 }
