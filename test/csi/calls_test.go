@@ -3,6 +3,8 @@ package csi
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -47,11 +49,31 @@ func (n *names) add(from, to string) {
 	n.replace[from] = to
 }
 
+// pod labels the pod's UID and the IDs kubelet gives its CSI inline
+// volumes: "csi-" and the SHA-256 of the UID and the volume's name
+// (pkg/volume/csi makeVolumeHandle), so a node that names them otherwise
+// shows as a difference, not as the same <sha256>.
 func (n *names) pod(p *corev1.Pod) {
-	n.add(string(p.UID), "<uid "+p.Namespace+"/"+p.Name+">")
+	label := p.Namespace + "/" + p.Name
+	n.add(string(p.UID), "<uid "+label+">")
+	for _, v := range p.Spec.Volumes {
+		if v.CSI != nil {
+			n.add(sha(string(p.UID)+v.Name), "<sha256 of uid "+label+" and "+v.Name+">")
+		}
+	}
 }
 
-func (n *names) pv(name, claim string) { n.add(name, "<pv "+claim+">") }
+// pv labels a PV's name and the directory kubelet stages its volume in:
+// the SHA-256 of its volume handle (pkg/volume/csi makeDeviceMountPath).
+func (n *names) pv(name, claim, handle string) {
+	n.add(name, "<pv "+claim+">")
+	n.add(sha(handle), "<sha256 of handle "+claim+">")
+}
+
+func sha(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
 
 var (
 	sha256Re   = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
@@ -124,7 +146,7 @@ type nodeCall struct {
 // report is what a test writes to <report>/<test>-<node kind>.json.
 type report struct {
 	Node  string     `json:"node"`
-	Calls []nodeCall `json:"calls"` // in order, NodeGetVolumeStats left out (timer driven)
+	Calls []nodeCall `json:"calls"` // in order, NodeGetVolumeStats and the NodeGetCapabilities before each left out (timer driven)
 	// ByVolume holds each volume's stage, publish, unpublish and unstage
 	// calls in order, keyed by its normalised volume_id: what must be the
 	// same on every node whatever the interleaving of pods.
@@ -137,12 +159,18 @@ type report struct {
 func (tr *tier) nodeReport(off int64) report {
 	tr.t.Helper()
 	r := report{Node: tr.kind, ByVolume: map[string][]nodeCall{}, Counts: map[string]int{}}
+	var node []call
 	for _, c := range tr.callsSince(off) {
-		if c.Socket != "node" {
-			continue
+		if c.Socket == "node" {
+			node = append(node, c)
 		}
-		method := c.Method[strings.LastIndex(c.Method, "/")+1:]
-		if method == "NodeGetVolumeStats" {
+	}
+	short := func(c call) string { return c.Method[strings.LastIndex(c.Method, "/")+1:] }
+	for i, c := range node {
+		method := short(c)
+		// Volume stats are timer driven, and so is the capabilities
+		// check kubelet makes right before each.
+		if method == "NodeGetVolumeStats" || method == "NodeGetCapabilities" && i+1 < len(node) && short(node[i+1]) == "NodeGetVolumeStats" {
 			continue
 		}
 		nc := nodeCall{Method: method, Error: tr.names.normalise(c.Error)}

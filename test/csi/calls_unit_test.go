@@ -9,13 +9,14 @@ import (
 func TestNormalise(t *testing.T) {
 	n := newNames("/tmp/podstart-csi/node")
 	n.add("3c1f5a0e-1111-2222-3333-444455556666", "<uid ns/web-0>")
-	n.pv("pvc-9d2e", "ns/data-web-0")
+	n.pv("pvc-9d2e", "ns/data-web-0", "pvc-9d2e-extra")
 	n.add("pvc-9d2e-extra", "<handle ns/data-web-0>")
 	in := `{"staging_target_path":"/tmp/podstart-csi/node/plugins/kubernetes.io/csi/bind.csi.podstart.test/` +
-		strings.Repeat("ab", 32) + `/globalmount","volume_id":"pvc-9d2e-extra","pv":"pvc-9d2e",` +
-		`"uid":"3c1f5a0e-1111-2222-3333-444455556666","id":"1764650000000-1234-bind.csi.podstart.test"}`
-	want := `{"staging_target_path":"<root>/plugins/kubernetes.io/csi/bind.csi.podstart.test/<sha256>/globalmount",` +
-		`"volume_id":"<handle ns/data-web-0>","pv":"<pv ns/data-web-0>","uid":"<uid ns/web-0>","id":"<provisioner-identity>"}`
+		sha("pvc-9d2e-extra") + `/globalmount","volume_id":"pvc-9d2e-extra","pv":"pvc-9d2e",` +
+		`"uid":"3c1f5a0e-1111-2222-3333-444455556666","id":"1764650000000-1234-bind.csi.podstart.test","other":"` +
+		strings.Repeat("ab", 32) + `"}`
+	want := `{"staging_target_path":"<root>/plugins/kubernetes.io/csi/bind.csi.podstart.test/<sha256 of handle ns/data-web-0>/globalmount",` +
+		`"volume_id":"<handle ns/data-web-0>","pv":"<pv ns/data-web-0>","uid":"<uid ns/web-0>","id":"<provisioner-identity>","other":"<sha256>"}`
 	if got := n.normalise(in); got != want {
 		t.Errorf("normalise:\n got %s\nwant %s", got, want)
 	}

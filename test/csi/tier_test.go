@@ -190,7 +190,7 @@ func (tr *tier) pvOf(ns, claim string) (pv, handle string) {
 	if p.Spec.CSI == nil || p.Spec.CSI.Driver != tr.driver {
 		tr.t.Fatalf("PV %s is not a volume of %s: %+v", pv, tr.driver, p.Spec.PersistentVolumeSource)
 	}
-	tr.names.pv(pv, ns+"/"+claim)
+	tr.names.pv(pv, ns+"/"+claim, p.Spec.CSI.VolumeHandle)
 	tr.names.add(p.Spec.CSI.VolumeHandle, "<handle "+ns+"/"+claim+">")
 	return pv, p.Spec.CSI.VolumeHandle
 }
