@@ -185,8 +185,9 @@ for _ in $(seq 60); do
 	[ -n "$(kubectl get csinode "$NODE" -o "jsonpath={.spec.drivers[?(@.name==\"$DRIVER\")].nodeID}" 2>/dev/null)" ] && break
 	sleep 1
 done
+# Not fatal: the tests then fail saying what is missing (TestCSINode).
 [ -n "$(kubectl get csinode "$NODE" -o "jsonpath={.spec.drivers[?(@.name==\"$DRIVER\")].nodeID}" 2>/dev/null)" ] ||
-	{ say "$DRIVER not registered with $NODE in a minute"; tail -20 "$DIR/registrar.log" >&2; exit 1; }
+	{ say "$DRIVER not registered with $NODE in a minute; the registrar's log:"; tail -5 "$DIR/registrar.log" >&2; }
 up_time=$((SECONDS - tu))
 say "cluster, CSI stack and $node node up in ${up_time}s"
 
