@@ -153,6 +153,23 @@ type report struct {
 	ByVolume map[string][]nodeCall `json:"by_volume"`
 	// Counts of the calls without a volume (capabilities, info).
 	Counts map[string]int `json:"counts"`
+	// Objects are API objects the node wrote, normalised (the CSINode's
+	// spec), compared as they are.
+	Objects map[string]any `json:"objects,omitempty"`
+}
+
+// normalisedObject is v as JSON with the report's labels.
+func (tr *tier) normalisedObject(v any) any {
+	tr.t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal([]byte(tr.names.normalise(string(b))), &out); err != nil {
+		tr.t.Fatal(err)
+	}
+	return out
 }
 
 // nodeReport normalises the node socket's calls since offset.
@@ -217,19 +234,34 @@ func (tr *tier) writeReport(name string, r report, ordered bool) {
 	if err := json.Unmarshal(ref, &k); err != nil {
 		tr.t.Fatal(err)
 	}
-	want, _ := json.MarshalIndent(k.ByVolume, "", "  ")
-	got, _ := json.MarshalIndent(r.ByVolume, "", "  ")
+	for _, d := range reportDiffs(k, r, ordered) {
+		tr.t.Error(d)
+	}
+}
+
+// reportDiffs compares a node's report with kubelet's: each volume's
+// calls, the objects, and with ordered the whole sequence.
+func reportDiffs(kubelet, node report, ordered bool) []string {
+	var out []string
+	want, _ := json.MarshalIndent(kubelet.ByVolume, "", "  ")
+	got, _ := json.MarshalIndent(node.ByVolume, "", "  ")
 	if !bytes.Equal(want, got) {
-		tr.t.Errorf("the %s node's CSI calls per volume differ from kubelet's:\nkubelet:\n%s\n%s:\n%s", tr.kind, want, tr.kind, got)
+		out = append(out, fmt.Sprintf("the %s node's CSI calls per volume differ from kubelet's:\nkubelet:\n%s\n%s:\n%s", node.Node, want, node.Node, got))
+	}
+	want, _ = json.MarshalIndent(kubelet.Objects, "", "  ")
+	got, _ = json.MarshalIndent(node.Objects, "", "  ")
+	if !bytes.Equal(want, got) {
+		out = append(out, fmt.Sprintf("the %s node's objects differ from kubelet's:\nkubelet:\n%s\n%s:\n%s", node.Node, want, node.Node, got))
 	}
 	if !ordered {
-		return
+		return out
 	}
-	want, _ = json.MarshalIndent(k.Calls, "", "  ")
-	got, _ = json.MarshalIndent(r.Calls, "", "  ")
+	want, _ = json.MarshalIndent(kubelet.Calls, "", "  ")
+	got, _ = json.MarshalIndent(node.Calls, "", "  ")
 	if !bytes.Equal(want, got) {
-		tr.t.Errorf("the %s node's CSI calls differ from kubelet's:\nkubelet:\n%s\n%s:\n%s", tr.kind, sequence(k.Calls), tr.kind, sequence(r.Calls))
+		out = append(out, fmt.Sprintf("the %s node's CSI calls differ from kubelet's:\nkubelet:\n%s\n%s:\n%s", node.Node, sequence(kubelet.Calls), node.Node, sequence(node.Calls)))
 	}
+	return out
 }
 
 // sequence is a one-line-per-call digest of calls, for the log.

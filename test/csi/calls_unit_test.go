@@ -50,3 +50,26 @@ func TestLifecycleProblems(t *testing.T) {
 		t.Errorf("an inline volume's lifecycle: %v", p)
 	}
 }
+
+func TestReportDiffs(t *testing.T) {
+	stage := nodeCall{Method: "NodeStageVolume", Request: map[string]any{"volume_id": "<handle ns/c>", "staging_target_path": "<root>/a"}}
+	caps := nodeCall{Method: "NodeGetCapabilities"}
+	kubelet := report{Node: "kubelet", Calls: []nodeCall{caps, stage}, ByVolume: map[string][]nodeCall{"<handle ns/c>": {stage}}}
+	same := report{Node: "podstart", Calls: []nodeCall{caps, stage}, ByVolume: map[string][]nodeCall{"<handle ns/c>": {stage}}}
+	if d := reportDiffs(kubelet, same, true); len(d) != 0 {
+		t.Errorf("the same calls: %v", d)
+	}
+	// Another order of calls without a volume: a difference only when ordered.
+	reordered := report{Node: "podstart", Calls: []nodeCall{stage, caps}, ByVolume: same.ByVolume}
+	if d := reportDiffs(kubelet, reordered, false); len(d) != 0 {
+		t.Errorf("unordered: %v", d)
+	}
+	if d := reportDiffs(kubelet, reordered, true); len(d) != 1 {
+		t.Errorf("ordered: %d differences, want 1: %v", len(d), d)
+	}
+	other := nodeCall{Method: "NodeStageVolume", Request: map[string]any{"volume_id": "<handle ns/c>", "staging_target_path": "<root>/b"}}
+	moved := report{Node: "podstart", Calls: []nodeCall{caps, other}, ByVolume: map[string][]nodeCall{"<handle ns/c>": {other}}}
+	if d := reportDiffs(kubelet, moved, false); len(d) != 1 {
+		t.Errorf("another staging path: %d differences, want 1: %v", len(d), d)
+	}
+}

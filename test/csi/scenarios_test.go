@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -280,11 +281,13 @@ func TestInline(t *testing.T) {
 func TestCSINode(t *testing.T) {
 	tr := setup(t)
 	var drivers []string
+	var csiNode *storagev1.CSINode
 	tr.eventually(time.Minute, "CSINode "+tr.node+" lists "+tr.driver, func() (bool, string) {
 		n, err := tr.cs.StorageV1().CSINodes().Get(ctx(t), tr.node, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
+		csiNode = n
 		drivers = nil
 		for _, d := range n.Spec.Drivers {
 			drivers = append(drivers, d.Name+"="+d.NodeID)
@@ -312,6 +315,7 @@ func TestCSINode(t *testing.T) {
 			r.Calls = append(r.Calls, c)
 		}
 	}
+	r.Objects = map[string]any{"csinode.spec": tr.normalisedObject(csiNode.Spec)}
 	if len(r.Calls) == 0 || r.Calls[len(r.Calls)-1].Method != "NodeGetInfo" {
 		t.Errorf("no NodeGetInfo on the node socket; registration calls:\n%s", sequence(r.Calls))
 	}
