@@ -463,6 +463,9 @@ func comparePaths(t *testing.T, plug volume.VolumePlugin, bplug volume.BlockVolu
 	compared := 0
 	for range cases(2000) {
 		driver, spec, uid := subdomain(), subdomain(), label()+"-"+label()
+		for len(driver) > 63 { // a CSI driver name is at most 63 characters (the API server's rule)
+			driver = subdomain()
+		}
 		handle := trickyString(r, 8)
 		if r.IntN(4) == 0 {
 			handle = "projects/" + label() + "/disks/" + label()
