@@ -119,7 +119,7 @@ type StageRequest struct {
 	// which the NodeVolumes makes.
 	StagingPath    string
 	CSIDriver      *storagev1.CSIDriver // nil when the driver has none
-	PublishContext map[string]string // the VolumeAttachment's attachmentMetadata
+	PublishContext map[string]string    // the VolumeAttachment's attachmentMetadata
 	Capability     Capability
 	VolumeContext  map[string]string // the PV's volumeAttributes
 	Secrets        map[string]string // from the PV's nodeStageSecretRef
