@@ -188,8 +188,14 @@ func TestCSIAdapterReconstruction(t *testing.T) {
 	if err := e.m.AddPod(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
+	if e.m.StatesSynced() {
+		t.Error("StatesSynced before the first pass")
+	}
 	if err := e.m.Reconcile(ctx); err != nil {
 		t.Fatalf("Reconcile after restart: %v", err)
+	}
+	if !e.m.StatesSynced() {
+		t.Error("not StatesSynced after the first pass")
 	}
 	if err := e.m.WaitForAttachAndMount(ctx, pod); err != nil {
 		t.Fatalf("WaitForAttachAndMount after restart: %v", err)

@@ -39,6 +39,9 @@ func (m *Manager) Reconcile(ctx context.Context) error {
 	var errs []error
 	if first {
 		errs = append(errs, m.reconstruct(ctx))
+		m.mu.Lock()
+		m.synced = true
+		m.mu.Unlock()
 	}
 	m.mu.Lock()
 	ready := m.sourcesReady
