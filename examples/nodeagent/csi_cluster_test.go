@@ -258,4 +258,3 @@ func createBoundClaim(t *testing.T, admin kubernetes.Interface, ns, claimName, p
 	}
 	return pv, claim
 }
-
