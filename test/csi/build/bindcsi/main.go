@@ -1,0 +1,485 @@
+// Command bindcsi is the CSI tier's own driver, bind.csi.podstart.test: a
+// CSI v1 plugin whose volumes are directories under -data, bind-mounted
+// where the container orchestrator asks. It exists because the CSI mock
+// driver Kubernetes' own tests use (test/e2e/storage/drivers/csi-test/mock,
+// also csi-test's former mock) does not mount anything: it creates the
+// target directory and forgets the data, so a StatefulSet could not read
+// back what it wrote. This driver is not a storage system; it is the
+// smallest one that keeps data across pods and makes real mounts.
+//
+// It serves one plugin on two unix sockets: -controller-endpoint for the
+// controller sidecars (external-provisioner, external-attacher) and
+// -node-endpoint for the node (kubelet or podstart) and the registrar, so
+// the node's calls are recorded apart. Every call on either socket is
+// appended to -calls as one JSON line: the socket, the gRPC method, the
+// request and the response (protojson), the error.
+//
+// Controller: CreateVolume makes <data>/volumes/<id>, DeleteVolume removes
+// it, ControllerPublishVolume / ControllerUnpublishVolume answer (attach
+// required, so the attach/detach controller and external-attacher run).
+// Node: STAGE_UNSTAGE_VOLUME (NodeStageVolume bind-mounts the volume's
+// directory on the staging path, NodePublishVolume bind-mounts the staging
+// path on the target), GET_VOLUME_STATS, and ephemeral inline volumes
+// (volume_context csi.storage.k8s.io/ephemeral=true: a directory of their
+// own, published without staging, removed at unpublish).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+const (
+	driverName    = "bind.csi.podstart.test"
+	driverVersion = "0.1.0"
+	ephemeralKey  = "csi.storage.k8s.io/ephemeral"
+)
+
+func main() {
+	controllerEP := flag.String("controller-endpoint", "", "unix socket for the controller sidecars")
+	nodeEP := flag.String("node-endpoint", "", "unix socket for the node and the registrar")
+	data := flag.String("data", "", "directory holding the volumes' data")
+	nodeID := flag.String("node-id", "", "this node's ID (NodeGetInfo)")
+	calls := flag.String("calls", "", "file every call is appended to, one JSON line each")
+	flag.Parse()
+	if *controllerEP == "" || *nodeEP == "" || *data == "" || *nodeID == "" || *calls == "" {
+		log.Fatal("bindcsi: -controller-endpoint, -node-endpoint, -data, -node-id and -calls are required")
+	}
+	for _, d := range []string{filepath.Join(*data, "volumes"), filepath.Join(*data, "ephemeral")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			log.Fatal(err)
+		}
+	}
+	rec, err := os.OpenFile(*calls, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		log.Fatal(err)
+	}
+	d := &driver{data: *data, nodeID: *nodeID, rec: rec}
+	var servers []*grpc.Server
+	for _, ep := range []struct{ name, path string }{{"controller", *controllerEP}, {"node", *nodeEP}} {
+		if err := os.MkdirAll(filepath.Dir(ep.path), 0o755); err != nil {
+			log.Fatal(err)
+		}
+		os.Remove(ep.path)
+		l, err := net.Listen("unix", ep.path)
+		if err != nil {
+			log.Fatal(err)
+		}
+		s := grpc.NewServer(grpc.UnaryInterceptor(d.record(ep.name)))
+		csi.RegisterIdentityServer(s, d)
+		csi.RegisterControllerServer(s, d)
+		csi.RegisterNodeServer(s, d)
+		servers = append(servers, s)
+		go func() {
+			if err := s.Serve(l); err != nil {
+				log.Printf("bindcsi: %s: %v", ep.name, err)
+			}
+		}()
+		log.Printf("bindcsi: %s serving on %s", ep.name, ep.path)
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	<-sigs
+	for _, s := range servers {
+		s.GracefulStop()
+	}
+	os.Remove(*controllerEP)
+	os.Remove(*nodeEP)
+}
+
+type driver struct {
+	csi.UnimplementedIdentityServer
+	csi.UnimplementedControllerServer
+	csi.UnimplementedNodeServer
+
+	data, nodeID string
+	mu           sync.Mutex // serialises calls and the record file
+	rec          *os.File
+}
+
+// call is one line of the record file.
+type call struct {
+	Time     string          `json:"time"`
+	Socket   string          `json:"socket"`
+	Method   string          `json:"method"`
+	Request  json.RawMessage `json:"request"`
+	Response json.RawMessage `json:"response,omitempty"`
+	Error    string          `json:"error,omitempty"`
+}
+
+// record serialises every call (a real driver would lock per volume; one
+// lock keeps the record's order the order of the work) and appends it.
+func (d *driver) record(socket string) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		resp, err := handler(ctx, req)
+		c := call{Time: time.Now().UTC().Format(time.RFC3339Nano), Socket: socket, Method: info.FullMethod, Request: marshal(req)}
+		if err != nil {
+			c.Error = err.Error()
+		} else {
+			c.Response = marshal(resp)
+		}
+		b, _ := json.Marshal(c)
+		d.rec.Write(append(b, '\n'))
+		log.Printf("bindcsi: %s %s err=%v", socket, info.FullMethod, err)
+		return resp, err
+	}
+}
+
+func marshal(v any) json.RawMessage {
+	m, ok := v.(proto.Message)
+	if !ok || m == nil {
+		return json.RawMessage("null")
+	}
+	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
+	if err != nil {
+		return json.RawMessage(fmt.Sprintf("%q", err.Error()))
+	}
+	return b
+}
+
+// --- identity
+
+func (d *driver) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
+	return &csi.GetPluginInfoResponse{Name: driverName, VendorVersion: driverVersion}, nil
+}
+
+func (d *driver) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
+	return &csi.GetPluginCapabilitiesResponse{Capabilities: []*csi.PluginCapability{{Type: &csi.PluginCapability_Service_{
+		Service: &csi.PluginCapability_Service{Type: csi.PluginCapability_Service_CONTROLLER_SERVICE}}}}}, nil
+}
+
+func (d *driver) Probe(context.Context, *csi.ProbeRequest) (*csi.ProbeResponse, error) {
+	return &csi.ProbeResponse{}, nil
+}
+
+// --- controller
+
+// volumeID is the ID of the volume named name: the name itself, which the
+// provisioner makes from the PV's name (pvc-<uid>). Names that are not
+// one safe path element are refused.
+func volumeID(name string) (string, error) {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") || len(name) > 128 {
+		return "", status.Errorf(codes.InvalidArgument, "volume name or ID %q is not a safe path element", name)
+	}
+	return name, nil
+}
+
+func (d *driver) volumeDir(id string) string { return filepath.Join(d.data, "volumes", id) }
+
+func (d *driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (*csi.CreateVolumeResponse, error) {
+	id, err := volumeID(req.GetName())
+	if err != nil {
+		return nil, err
+	}
+	if err := checkCaps(req.GetVolumeCapabilities()); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(d.volumeDir(id), 0o777); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	// World-writable, as a fresh filesystem of a real driver would be
+	// made writable by the pod's fsGroup; the tier's pods run as root.
+	os.Chmod(d.volumeDir(id), 0o777)
+	return &csi.CreateVolumeResponse{Volume: &csi.Volume{VolumeId: id, CapacityBytes: req.GetCapacityRange().GetRequiredBytes()}}, nil
+}
+
+func (d *driver) DeleteVolume(_ context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
+	id, err := volumeID(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	if err := os.RemoveAll(d.volumeDir(id)); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &csi.DeleteVolumeResponse{}, nil
+}
+
+func (d *driver) ControllerPublishVolume(_ context.Context, req *csi.ControllerPublishVolumeRequest) (*csi.ControllerPublishVolumeResponse, error) {
+	id, err := volumeID(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	if req.GetNodeId() != d.nodeID {
+		return nil, status.Errorf(codes.NotFound, "node %q is not %q", req.GetNodeId(), d.nodeID)
+	}
+	if _, err := os.Stat(d.volumeDir(id)); err != nil {
+		return nil, status.Errorf(codes.NotFound, "volume %s: %v", id, err)
+	}
+	return &csi.ControllerPublishVolumeResponse{PublishContext: map[string]string{"attached-to": d.nodeID}}, nil
+}
+
+func (d *driver) ControllerUnpublishVolume(_ context.Context, req *csi.ControllerUnpublishVolumeRequest) (*csi.ControllerUnpublishVolumeResponse, error) {
+	if _, err := volumeID(req.GetVolumeId()); err != nil {
+		return nil, err
+	}
+	return &csi.ControllerUnpublishVolumeResponse{}, nil
+}
+
+func (d *driver) ValidateVolumeCapabilities(_ context.Context, req *csi.ValidateVolumeCapabilitiesRequest) (*csi.ValidateVolumeCapabilitiesResponse, error) {
+	id, err := volumeID(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(d.volumeDir(id)); err != nil {
+		return nil, status.Errorf(codes.NotFound, "volume %s: %v", id, err)
+	}
+	if err := checkCaps(req.GetVolumeCapabilities()); err != nil {
+		return &csi.ValidateVolumeCapabilitiesResponse{Message: err.Error()}, nil
+	}
+	return &csi.ValidateVolumeCapabilitiesResponse{Confirmed: &csi.ValidateVolumeCapabilitiesResponse_Confirmed{VolumeCapabilities: req.GetVolumeCapabilities()}}, nil
+}
+
+func (d *driver) ControllerGetCapabilities(context.Context, *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
+	var caps []*csi.ControllerServiceCapability
+	for _, t := range []csi.ControllerServiceCapability_RPC_Type{
+		csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME,
+		csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME,
+	} {
+		caps = append(caps, &csi.ControllerServiceCapability{Type: &csi.ControllerServiceCapability_Rpc{Rpc: &csi.ControllerServiceCapability_RPC{Type: t}}})
+	}
+	return &csi.ControllerGetCapabilitiesResponse{Capabilities: caps}, nil
+}
+
+// checkCaps accepts filesystem volumes only: a directory cannot be a
+// block device.
+func checkCaps(caps []*csi.VolumeCapability) error {
+	if len(caps) == 0 {
+		return status.Error(codes.InvalidArgument, "no volume capabilities")
+	}
+	for _, c := range caps {
+		if c.GetBlock() != nil {
+			return status.Error(codes.InvalidArgument, "block volumes are not supported by this driver")
+		}
+	}
+	return nil
+}
+
+// --- node
+
+func (d *driver) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
+	return &csi.NodeGetInfoResponse{NodeId: d.nodeID}, nil
+}
+
+func (d *driver) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
+	var caps []*csi.NodeServiceCapability
+	for _, t := range []csi.NodeServiceCapability_RPC_Type{
+		csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME,
+		csi.NodeServiceCapability_RPC_GET_VOLUME_STATS,
+	} {
+		caps = append(caps, &csi.NodeServiceCapability{Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{Type: t}}})
+	}
+	return &csi.NodeGetCapabilitiesResponse{Capabilities: caps}, nil
+}
+
+func (d *driver) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
+	id, err := volumeID(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	target := req.GetStagingTargetPath()
+	if !filepath.IsAbs(target) {
+		return nil, status.Errorf(codes.InvalidArgument, "staging target path %q is not absolute", target)
+	}
+	if err := checkCaps([]*csi.VolumeCapability{req.GetVolumeCapability()}); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(d.volumeDir(id)); err != nil {
+		return nil, status.Errorf(codes.NotFound, "volume %s: %v", id, err)
+	}
+	if err := bindMount(d.volumeDir(id), target, false); err != nil {
+		return nil, err
+	}
+	return &csi.NodeStageVolumeResponse{}, nil
+}
+
+func (d *driver) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
+	if _, err := volumeID(req.GetVolumeId()); err != nil {
+		return nil, err
+	}
+	if err := unmount(req.GetStagingTargetPath(), false); err != nil {
+		return nil, err
+	}
+	return &csi.NodeUnstageVolumeResponse{}, nil
+}
+
+func (d *driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
+	id, err := volumeID(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	target := req.GetTargetPath()
+	if !filepath.IsAbs(target) {
+		return nil, status.Errorf(codes.InvalidArgument, "target path %q is not absolute", target)
+	}
+	if err := checkCaps([]*csi.VolumeCapability{req.GetVolumeCapability()}); err != nil {
+		return nil, err
+	}
+	var source string
+	if req.GetVolumeContext()[ephemeralKey] == "true" {
+		source = filepath.Join(d.data, "ephemeral", id)
+		if err := os.MkdirAll(source, 0o777); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		os.Chmod(source, 0o777)
+	} else {
+		source = req.GetStagingTargetPath()
+		if source == "" {
+			return nil, status.Error(codes.FailedPrecondition, "volume is not staged: no staging target path")
+		}
+		if ok, err := isMountPoint(source); err != nil || !ok {
+			return nil, status.Errorf(codes.FailedPrecondition, "staging path %s is not mounted (%v)", source, err)
+		}
+	}
+	if err := bindMount(source, target, req.GetReadonly()); err != nil {
+		return nil, err
+	}
+	return &csi.NodePublishVolumeResponse{}, nil
+}
+
+func (d *driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
+	id, err := volumeID(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	if err := unmount(req.GetTargetPath(), true); err != nil {
+		return nil, err
+	}
+	// An ephemeral volume's data goes with it; a persistent one's stays.
+	if eph := filepath.Join(d.data, "ephemeral", id); dirExists(eph) {
+		os.RemoveAll(eph)
+	}
+	return &csi.NodeUnpublishVolumeResponse{}, nil
+}
+
+func (d *driver) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(req.GetVolumePath(), &st); err != nil {
+		return nil, status.Errorf(codes.NotFound, "%s: %v", req.GetVolumePath(), err)
+	}
+	bs := int64(st.Bsize)
+	return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{
+		{Unit: csi.VolumeUsage_BYTES, Total: int64(st.Blocks) * bs, Available: int64(st.Bavail) * bs, Used: int64(st.Blocks-st.Bfree) * bs},
+		{Unit: csi.VolumeUsage_INODES, Total: int64(st.Files), Available: int64(st.Ffree), Used: int64(st.Files - st.Ffree)},
+	}}, nil
+}
+
+// bindMount bind-mounts source on target (made if missing), read-only if
+// asked; a target already mounted is left as it is (the calls are
+// idempotent).
+func bindMount(source, target string, readonly bool) error {
+	if err := os.MkdirAll(target, 0o750); err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	if ok, err := isMountPoint(target); err != nil {
+		return status.Error(codes.Internal, err.Error())
+	} else if ok {
+		return nil
+	}
+	if err := unix.Mount(source, target, "", unix.MS_BIND, ""); err != nil {
+		return status.Errorf(codes.Internal, "bind mount %s on %s: %v", source, target, err)
+	}
+	if readonly {
+		if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+			unix.Unmount(target, 0)
+			return status.Errorf(codes.Internal, "remount %s read-only: %v", target, err)
+		}
+	}
+	return nil
+}
+
+// unmount unmounts target if it is a mount point and, with remove,
+// removes the directory (CSI: the plugin deletes the target path).
+func unmount(target string, remove bool) error {
+	if !filepath.IsAbs(target) {
+		return status.Errorf(codes.InvalidArgument, "path %q is not absolute", target)
+	}
+	for {
+		ok, err := isMountPoint(target)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return status.Error(codes.Internal, err.Error())
+		}
+		if !ok {
+			break
+		}
+		if err := unix.Unmount(target, 0); err != nil {
+			return status.Errorf(codes.Internal, "unmount %s: %v", target, err)
+		}
+	}
+	if remove {
+		if err := os.Remove(target); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return status.Error(codes.Internal, err.Error())
+		}
+	}
+	return nil
+}
+
+// isMountPoint reports whether path is a mount point in
+// /proc/self/mountinfo (a bind mount of a directory of the same
+// filesystem has the same device as its parent, so stat cannot tell).
+func isMountPoint(path string) (bool, error) {
+	if _, err := os.Stat(path); err != nil {
+		return false, err
+	}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false, err
+	}
+	clean := filepath.Clean(path)
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && unescape(f[4]) == clean {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// unescape undoes mountinfo's octal escapes (\040 for a space, ...).
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var v int
+			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &v); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func dirExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
