@@ -95,6 +95,13 @@ type NodeCapabilities struct {
 	// it the manager applies the fsGroup itself after Publish, when the
 	// CSIDriver's fsGroupPolicy allows, as kubelet does.
 	VolumeMountGroup bool
+	// Plugin: the NodeVolumes asks the driver itself before each call, as
+	// kubelet's CSI plugin does (CSI), and the two fields above are not
+	// used: the manager calls Stage and Unstage for every persistent
+	// volume, gives StageRequest and PublishRequest the pod's fsGroup and
+	// StagingPath, and leaves applying the fsGroup after Publish to the
+	// NodeVolumes. The driver then gets kubelet's calls and no more.
+	Plugin bool
 }
 
 // Capability is the CSI VolumeCapability of a mounted (filesystem)

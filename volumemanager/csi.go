@@ -6,11 +6,11 @@ import (
 	"maps"
 	"slices"
 
-	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/podstart/podstart/csi"
+	"github.com/podstart/podstart/mounts"
 )
 
 // CSI returns the NodeVolumes of kubelet's CSI volume plugin p (package
@@ -24,20 +24,14 @@ func CSI(p *csi.Plugin) NodeVolumes { return csiVolumes{p} }
 
 type csiVolumes struct{ p *csi.Plugin }
 
-// Capabilities asks the driver (one NodeGetCapabilities call).
-func (c csiVolumes) Capabilities(ctx context.Context, driver string) (NodeCapabilities, error) {
-	cl, err := c.p.Client(driver)
-	if err != nil {
+// Capabilities says the plugin decides (NodeCapabilities.Plugin): csi
+// asks the driver before each call as kubelet, so the manager's calls add
+// none to kubelet's. A driver not registered is csi's error.
+func (c csiVolumes) Capabilities(_ context.Context, driver string) (NodeCapabilities, error) {
+	if _, err := c.p.Client(driver); err != nil {
 		return NodeCapabilities{}, err
 	}
-	caps, err := cl.NodeGetCapabilities(ctx)
-	if err != nil {
-		return NodeCapabilities{}, err
-	}
-	return NodeCapabilities{
-		StageUnstage:     slices.Contains(caps, csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME),
-		VolumeMountGroup: slices.Contains(caps, csipb.NodeServiceCapability_RPC_VOLUME_MOUNT_GROUP),
-	}, nil
+	return NodeCapabilities{Plugin: true}, nil
 }
 
 func (c csiVolumes) Stage(ctx context.Context, r StageRequest) error {
@@ -70,7 +64,7 @@ func (c csiVolumes) Publish(ctx context.Context, r PublishRequest) error {
 	}); err != nil {
 		return err
 	}
-	_, err := c.p.Publish(ctx, csi.PublishRequest{
+	res, err := c.p.Publish(ctx, csi.PublishRequest{
 		Volume:         csiVolume(r.Driver, r.VolumeHandle, r.SpecName, r.Ephemeral, r.ReadOnly, r.Capability, r.VolumeContext),
 		Pod:            r.Pod,
 		PublishContext: maps.Clone(r.PublishContext),
@@ -78,9 +72,17 @@ func (c csiVolumes) Publish(ctx context.Context, r PublishRequest) error {
 		FSGroup:        r.FSGroup,
 		CSIDriver:      defaultedDriver(r.CSIDriver),
 	})
-	// The fsGroup (PublishResult.ApplyFSGroup) is applied by the manager,
-	// with the same rule.
-	return err
+	if err != nil {
+		return err
+	}
+	// kubelet's SetUpAt then gives the volume to the fsGroup, unless the
+	// pod's fsGroupChangePolicy finds it done.
+	if res.ApplyFSGroup && r.FSGroup != nil && !skipOwnership(r.Pod, res.TargetPath, *r.FSGroup) {
+		if err := mounts.SetVolumeOwnership(res.TargetPath, *r.FSGroup, false); err != nil {
+			return fmt.Errorf("applyFSGroup failed for vol %s: %v", r.VolumeHandle, err)
+		}
+	}
+	return nil
 }
 
 func (c csiVolumes) Unpublish(ctx context.Context, r UnpublishRequest) error {

@@ -6,10 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/podstart/podstart/csi"
@@ -130,6 +133,13 @@ func TestCSIAdapter(t *testing.T) {
 	if d := cmp.Diff(want, e.calls()); d != "" {
 		t.Errorf("driver calls (-want +got):\n%s", d)
 	}
+	// kubelet v1.37.2's sequence (test/csi's kubelet report): the manager
+	// adds no call to the plugin's.
+	ngc := csifake.NodeGetCapabilities
+	wantMethods := []string{ngc, ngc, ngc, csifake.NodeStageVolume, ngc, ngc, ngc, csifake.NodePublishVolume}
+	if d := cmp.Diff(wantMethods, e.driver.Methods()); d != "" {
+		t.Errorf("driver methods (-want +got):\n%s", d)
+	}
 	vols, err := e.m.Volumes(ctx, pod)
 	if err != nil || vols["data"].HostPath != target {
 		t.Errorf("Volumes = %v, %v; want data at %s", vols, err, target)
@@ -157,6 +167,9 @@ func TestCSIAdapter(t *testing.T) {
 	want = []string{csifake.NodeUnpublishVolume + " " + target, csifake.NodeUnstageVolume + " " + staging}
 	if d := cmp.Diff(want, e.calls()); d != "" {
 		t.Errorf("driver calls (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{csifake.NodeUnpublishVolume, ngc, csifake.NodeUnstageVolume}, e.driver.Methods()); d != "" {
+		t.Errorf("driver methods (-want +got):\n%s", d)
 	}
 	if got := below(t, filepath.Join(e.root, "pods", "uid-web", "volumes", "kubernetes.io~csi")); len(got) != 0 {
 		t.Errorf("left of the pod's volumes: %q", got)
@@ -248,5 +261,43 @@ func TestCSIAdapterRootMismatch(t *testing.T) {
 	}
 	if got := e.driver.Methods(); slices.ContainsFunc(got, func(m string) bool { return m != csifake.NodeGetCapabilities }) {
 		t.Errorf("driver called: %q", got)
+	}
+}
+
+// TestCSIAdapterFSGroup: a driver without VOLUME_MOUNT_GROUP and a
+// CSIDriver with fsGroupPolicy File: the published volume is given to the
+// pod's fsGroup after NodePublishVolume (kubelet's SetUpAt), and the
+// driver never sees the group.
+func TestCSIAdapterFSGroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving a directory to another group needs root")
+	}
+	e := newCSIEnv(t, csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
+	claim, pv := boundClaim("data", "pv-data", "vol-1")
+	drv := csiDriver(driver, false)
+	policy := storagev1.FileFSGroupPolicy
+	drv.Spec.FSGroupPolicy = &policy
+	e.objs.Set(claim, pv, drv)
+	pod := newPod("web", "uid-web", claimVolume("data", "data"))
+	group := int64(4321)
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: &group}
+	ctx := context.Background()
+	if err := e.m.AddPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.m.Reconcile(ctx); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	info, err := os.Stat(TargetPath(e.root, "uid-web", "pv-data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := info.Sys().(*syscall.Stat_t); int64(st.Gid) != group || info.Mode()&os.ModeSetgid == 0 {
+		t.Errorf("target gid %d mode %v, want group %d and setgid", st.Gid, info.Mode(), group)
+	}
+	for _, c := range e.driver.Calls() {
+		if r, ok := c.Request.(*csipb.NodePublishVolumeRequest); ok && r.GetVolumeCapability().GetMount().GetVolumeMountGroup() != "" {
+			t.Errorf("volumeMountGroup %q sent to a driver without VOLUME_MOUNT_GROUP", r.GetVolumeCapability().GetMount().GetVolumeMountGroup())
+		}
 	}
 }

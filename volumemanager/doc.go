@@ -85,12 +85,13 @@
 //   - A failed NodePublishVolume keeps the pod volume as "maybe published"
 //     (unpublished if abandoned), whatever the error; kubelet forgets it
 //     when the gRPC error is final (both remove the directory then).
-//   - Stage is called only for drivers with STAGE_UNSTAGE_VOLUME, so a
-//     driver without it gets no staging directory (kubelet makes an empty
-//     one and leaves it behind).
-//   - The manager asks the driver's capabilities (NodeGetCapabilities)
-//     once more than kubelet before each mount and each unstage, to decide
-//     whether to stage; the CSI plugin then asks again as kubelet does.
+//   - Over CSI(plugin) the driver gets kubelet's calls and no more (csi
+//     asks its capabilities before each, as kubelet); the NodeStageSecretRef
+//     secret is fetched before the plugin learns whether the driver
+//     stages (kubelet fetches it only for a driver that stages). Over a
+//     NodeVolumes that reports capabilities instead, Stage is called only
+//     for drivers with STAGE_UNSTAGE_VOLUME, so a driver without it gets
+//     no staging directory (kubelet makes an empty one and leaves it).
 //   - Reconstruction also scans the staging directories, so a volume
 //     staged by an agent killed before publishing is unstaged when no pod
 //     wants it (kubelet leaks it); reconstructed volumes are attachable

@@ -280,7 +280,7 @@ func (m *Manager) mount(ctx context.Context, ref podVolumeRef) error {
 				return m.failed(dp.pod, s, "MountVolume.MountDevice failed", err)
 			}
 		}
-		if caps.StageUnstage {
+		if caps.StageUnstage || caps.Plugin {
 			stagingPath = StagingPath(m.rootDir, s.driver, s.handle)
 		}
 	}
@@ -338,13 +338,13 @@ func (m *Manager) attachment(ctx context.Context, s *spec) (map[string]string, e
 func (m *Manager) stage(ctx context.Context, s *spec, av *actualVolume, stagingPath string, drv *storagev1.CSIDriver, caps NodeCapabilities, fsGroup *int64) error {
 	src := s.pv.Spec.CSI
 	secrets := map[string]string{}
-	if src.NodeStageSecretRef != nil && caps.StageUnstage {
+	if src.NodeStageSecretRef != nil && (caps.StageUnstage || caps.Plugin) {
 		var err error
 		if secrets, err = m.secret(ctx, src.NodeStageSecretRef.Namespace, src.NodeStageSecretRef.Name, "NodeStageSecretRef"); err != nil {
 			return err
 		}
 	}
-	if !caps.StageUnstage {
+	if !caps.StageUnstage && !caps.Plugin {
 		// kubelet: "STAGE_UNSTAGE_VOLUME capability not set. Skipping
 		// MountDevice..." and the device counts as mounted.
 		m.mu.Lock()
@@ -357,7 +357,7 @@ func (m *Manager) stage(ctx context.Context, s *spec, av *actualVolume, stagingP
 		PublishContext: maps.Clone(av.publishContext), Capability: capability(s),
 		VolumeContext: maps.Clone(src.VolumeAttributes), Secrets: secrets,
 	}
-	if caps.VolumeMountGroup {
+	if caps.VolumeMountGroup || caps.Plugin {
 		req.FSGroup = fsGroup
 	}
 	m.mu.Lock()
@@ -429,7 +429,7 @@ func (m *Manager) publish(ctx context.Context, s *spec, av *actualVolume, uid ty
 			"csi.storage.k8s.io/ephemeral":           strconv.FormatBool(s.inline != nil),
 		})
 	}
-	if caps.VolumeMountGroup {
+	if caps.VolumeMountGroup || caps.Plugin {
 		req.FSGroup = fsGroup
 	}
 	m.mu.Lock()
@@ -446,7 +446,7 @@ func (m *Manager) publish(ctx context.Context, s *spec, av *actualVolume, uid ty
 		m.mu.Unlock()
 		return err
 	}
-	if !caps.VolumeMountGroup && supportsFSGroup(s, dp.readOnly, fsGroup, policy) && !skipOwnership(pod, req.TargetPath, *fsGroup) {
+	if !caps.VolumeMountGroup && !caps.Plugin && supportsFSGroup(s, dp.readOnly, fsGroup, policy) && !skipOwnership(pod, req.TargetPath, *fsGroup) {
 		if err := mounts.SetVolumeOwnership(req.TargetPath, *fsGroup, false); err != nil {
 			m.mu.Lock()
 			ap.uncertain = true
@@ -582,7 +582,7 @@ func (m *Manager) unstage(ctx context.Context, name corev1.UniqueVolumeName) err
 		if err != nil {
 			return fmt.Errorf("UnmountDevice failed for volume %q: %w", name, err)
 		}
-		if caps.StageUnstage {
+		if caps.StageUnstage || caps.Plugin {
 			if err := m.node.Unstage(cctx, UnstageRequest{Driver: driver, VolumeHandle: handle, StagingPath: stagingPath}); err != nil {
 				return fmt.Errorf("UnmountDevice failed for volume %q: %w", name, err)
 			}
