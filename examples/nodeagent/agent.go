@@ -188,6 +188,11 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	wg.Go(func() { heartbeat.Run(ctx) })
 	wg.Go(func() {
+		if err := (nodeInfoWriter{client: cfg.Client, nodeName: cfg.NodeName}).initCSINode(ctx, node); err != nil && ctx.Err() == nil {
+			log.Println("nodeagent: CSINode:", err)
+		}
+	})
+	wg.Go(func() {
 		if err := plugins.Run(logr.NewContext(ctx, logger)); err != nil && ctx.Err() == nil {
 			log.Println("nodeagent: plugin manager:", err)
 		}

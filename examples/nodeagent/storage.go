@@ -87,6 +87,12 @@ func (w nodeInfoWriter) UninstallDriver(ctx context.Context, driver string) erro
 	return nil
 }
 
+// initCSINode is kubelet's InitializeCSINodeWithAnnotation at start: the
+// node's CSINode, owned by the Node, exists before any driver registers.
+func (w nodeInfoWriter) initCSINode(ctx context.Context, node *corev1.Node) error {
+	return w.updateCSINode(ctx, node, func(c *storagev1.CSINode) (*storagev1.CSINode, bool, error) { return c, false, nil })
+}
+
 // updateNode patches the Node's metadata with what change makes of it.
 func (w nodeInfoWriter) updateNode(ctx context.Context, change func(*corev1.Node) (*corev1.Node, bool, error)) (*corev1.Node, error) {
 	var node *corev1.Node
