@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The API objects the manager reads, each through a one-method getter. A
@@ -47,24 +48,37 @@ type API interface {
 	SecretGetter
 }
 
-// NodeVolumes is the node side of a CSI driver, as the manager needs it:
-// the calls kubelet's CSI plugin makes (NodeGetCapabilities,
+// NodeVolumes is kubelet's CSI volume plugin on the node, as the manager
+// needs it: the calls it makes to a driver (NodeGetCapabilities,
 // NodeStageVolume, NodeUnstageVolume, NodePublishVolume,
-// NodeUnpublishVolume), each addressed to a driver by name. A CSI client
-// (package csi) implements it; tests use a fake. Each call must be
-// idempotent as CSI requires: the manager repeats a call whose outcome it
-// does not know (after an error, after an agent restart).
+// NodeUnpublishVolume), each addressed to a driver by name, and the files
+// it keeps around them. CSI (a csi.Plugin) implements it; tests use a
+// fake. Each call must be idempotent as CSI requires: the manager repeats
+// a call whose outcome it does not know (after an error, after an agent
+// restart).
+//
+// The NodeVolumes owns the directories and kubelet's vol_data.json files:
+// Stage makes the staging directory and the vol_data.json beside it,
+// Publish the target's parent and the vol_data.json in it (kubelet's
+// format, which the manager's reconstruction reads back after a restart),
+// Unpublish and Unstage remove them unless still mounted. The manager
+// writes none of them; it only checks, after Unpublish and Unstage, that
+// the path is no longer a mount point.
 type NodeVolumes interface {
 	// Capabilities reports what the driver's node service supports.
 	Capabilities(ctx context.Context, driver string) (NodeCapabilities, error)
 	// Stage makes the volume available at r.StagingPath, once per
-	// volume on the node (called only for drivers with StageUnstage).
+	// volume on the node (called only for drivers with StageUnstage),
+	// with the staging directory and its vol_data.json.
 	Stage(ctx context.Context, r StageRequest) error
-	// Unstage undoes Stage once no pod uses the volume.
+	// Unstage undoes Stage once no pod uses the volume, its directory
+	// and vol_data.json included.
 	Unstage(ctx context.Context, r UnstageRequest) error
-	// Publish makes the volume available to one pod at r.TargetPath.
+	// Publish makes the volume available to one pod at r.TargetPath,
+	// with the target's parent directory and its vol_data.json.
 	Publish(ctx context.Context, r PublishRequest) error
-	// Unpublish undoes Publish after the pod's containers are gone.
+	// Unpublish undoes Publish after the pod's containers are gone, the
+	// target's directory and vol_data.json included.
 	Unpublish(ctx context.Context, r UnpublishRequest) error
 }
 
@@ -81,6 +95,13 @@ type NodeCapabilities struct {
 	// it the manager applies the fsGroup itself after Publish, when the
 	// CSIDriver's fsGroupPolicy allows, as kubelet does.
 	VolumeMountGroup bool
+	// Plugin: the NodeVolumes asks the driver itself before each call, as
+	// kubelet's CSI plugin does (CSI), and the two fields above are not
+	// used: the manager calls Stage and Unstage for every persistent
+	// volume, gives StageRequest and PublishRequest the pod's fsGroup and
+	// StagingPath, and leaves applying the fsGroup after Publish to the
+	// NodeVolumes. The driver then gets kubelet's calls and no more.
+	Plugin bool
 }
 
 // Capability is the CSI VolumeCapability of a mounted (filesystem)
@@ -99,11 +120,13 @@ type Capability struct {
 type StageRequest struct {
 	Driver       string
 	VolumeHandle string
+	SpecName     string // the PV's name
 	// StagingPath is kubelet's
-	// <root>/plugins/kubernetes.io/csi/<driver>/<sha256(handle)>/globalmount;
-	// the manager has created it.
+	// <root>/plugins/kubernetes.io/csi/<driver>/<sha256(handle)>/globalmount,
+	// which the NodeVolumes makes.
 	StagingPath    string
-	PublishContext map[string]string // the VolumeAttachment's attachmentMetadata
+	CSIDriver      *storagev1.CSIDriver // nil when the driver has none
+	PublishContext map[string]string    // the VolumeAttachment's attachmentMetadata
 	Capability     Capability
 	VolumeContext  map[string]string // the PV's volumeAttributes
 	Secrets        map[string]string // from the PV's nodeStageSecretRef
@@ -125,10 +148,13 @@ type PublishRequest struct {
 	// without StageUnstage.
 	StagingPath string
 	// TargetPath is kubelet's
-	// <root>/pods/<uid>/volumes/kubernetes.io~csi/<name>/mount; its parent
-	// exists (with vol_data.json), the target itself is the driver's to
-	// create.
+	// <root>/pods/<uid>/volumes/kubernetes.io~csi/<name>/mount; the
+	// NodeVolumes makes its parent (with vol_data.json), the target itself
+	// is the driver's to create.
 	TargetPath     string
+	SpecName       string               // the PV's name, or the pod's volume name for an inline volume
+	Pod            *corev1.Pod          // the pod the volume is published for
+	CSIDriver      *storagev1.CSIDriver // nil when the driver has none
 	ReadOnly       bool
 	PublishContext map[string]string
 	Capability     Capability
@@ -146,6 +172,8 @@ type UnpublishRequest struct {
 	Driver       string
 	VolumeHandle string
 	TargetPath   string
+	PodUID       types.UID // the pod and spec name TargetPath is made of
+	SpecName     string
 }
 
 // EventRecorder is the method of client-go's record.EventRecorder the

@@ -24,9 +24,10 @@
 //     shared by every pod using the PV) and InlineVolumeName
 //     ("kubernetes.io/csi/<pod UID>-<volume>", one pod's).
 //   - The actual state: which volumes are attached, staged (once per
-//     volume, at StagingPath) and published (once per pod, at TargetPath,
-//     with kubelet's vol_data.json beside the target and the staging
-//     directory).
+//     volume, at StagingPath) and published (once per pod, at TargetPath).
+//     The directories and kubelet's vol_data.json beside the target and
+//     the staging directory are the NodeVolumes' (kubelet's CSI plugin,
+//     package csi, through CSI); the manager only reads them back.
 //   - The reconciler (Reconcile, Run): unpublish what no pod wants (once
 //     SourcesReady), then for each wanted pod volume: for a driver whose
 //     CSIDriver does not say attachRequired: false, wait until the
@@ -58,8 +59,9 @@
 // reported, since an attachable volume is mounted only once reported (as
 // kubelet's VerifyControllerAttachedVolume requires).
 //
-// The driver is reached through NodeVolumes (the CSI node service's
-// calls); the API objects through one-method getters (API; Objects holds
+// The driver is reached through NodeVolumes (CSI(plugin): a csi.Plugin
+// whose drivers registered through the plugin watcher, pluginmanager);
+// the API objects through one-method getters (API; Objects holds
 // them in memory). Names that become paths are checked first: the pod
 // (validation.Check, its UID among them), PV names (DNS subdomains),
 // driver names (CheckDriverName); volume handles are only ever hashed
@@ -80,11 +82,16 @@
 //     waits for the volume in node.status.volumesAttached (the
 //     attach/detach controller writes both). Kubelet's attach-limit
 //     rejection (VolumeAttachmentLimitExceeded) is not made.
-//   - A failed NodePublishVolume leaves its target directory and keeps the
-//     pod volume as "maybe published" (unpublished if abandoned); kubelet
-//     removes the directory when the gRPC error is final.
-//   - The staging directory of a driver without STAGE_UNSTAGE_VOLUME is
-//     removed with the volume (kubelet makes it and leaves it behind).
+//   - A failed NodePublishVolume keeps the pod volume as "maybe published"
+//     (unpublished if abandoned), whatever the error; kubelet forgets it
+//     when the gRPC error is final (both remove the directory then).
+//   - Over CSI(plugin) the driver gets kubelet's calls and no more (csi
+//     asks its capabilities before each, as kubelet); the NodeStageSecretRef
+//     secret is fetched before the plugin learns whether the driver
+//     stages (kubelet fetches it only for a driver that stages). Over a
+//     NodeVolumes that reports capabilities instead, Stage is called only
+//     for drivers with STAGE_UNSTAGE_VOLUME, so a driver without it gets
+//     no staging directory (kubelet makes an empty one and leaves it).
 //   - Reconstruction also scans the staging directories, so a volume
 //     staged by an agent killed before publishing is unstaged when no pod
 //     wants it (kubelet leaks it); reconstructed volumes are attachable

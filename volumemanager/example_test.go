@@ -7,47 +7,34 @@ import (
 	"path/filepath"
 	"strings"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/podstart/podstart/mounts/fake"
+	"github.com/podstart/podstart/csi"
+	csifake "github.com/podstart/podstart/csi/fake"
 	"github.com/podstart/podstart/volumemanager"
 )
-
-// printingDriver is a NodeVolumes that prints the calls a CSI driver
-// would get (a real agent passes its CSI client).
-type printingDriver struct{ root string }
-
-func (d printingDriver) rel(p string) string { return strings.TrimPrefix(p, d.root) }
-
-func (printingDriver) Capabilities(context.Context, string) (volumemanager.NodeCapabilities, error) {
-	return volumemanager.NodeCapabilities{StageUnstage: true}, nil
-}
-func (d printingDriver) Stage(_ context.Context, r volumemanager.StageRequest) error {
-	fmt.Println("NodeStageVolume", r.VolumeHandle, d.rel(r.StagingPath))
-	return nil
-}
-func (d printingDriver) Unstage(_ context.Context, r volumemanager.UnstageRequest) error {
-	fmt.Println("NodeUnstageVolume", r.VolumeHandle)
-	return nil
-}
-func (d printingDriver) Publish(_ context.Context, r volumemanager.PublishRequest) error {
-	fmt.Println("NodePublishVolume", r.VolumeHandle, d.rel(r.TargetPath))
-	return os.MkdirAll(r.TargetPath, 0o750)
-}
-func (d printingDriver) Unpublish(_ context.Context, r volumemanager.UnpublishRequest) error {
-	fmt.Println("NodeUnpublishVolume", r.VolumeHandle)
-	return os.RemoveAll(r.TargetPath)
-}
 
 // A pod with a claim bound to a CSI volume: the manager stages and
 // publishes it, gives podsync its host path, and takes it down when the
 // pod's containers are gone.
 func Example() {
-	root, _ := os.MkdirTemp("", "kubelet")
-	defer os.RemoveAll(root)
+	dir, _ := os.MkdirTemp("", "kubelet")
+	defer os.RemoveAll(dir)
+	root := filepath.Join(dir, "root")
 	ctx := context.Background()
+
+	// A CSI driver (here a fake one) registers with kubelet's CSI plugin,
+	// as the plugin watcher reports it (pluginmanager in an agent).
+	driver := csifake.New("hostpath.csi.k8s.io", csifake.WithCapabilities(csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME))
+	sock, _ := driver.Serve(filepath.Join(dir, "csi.sock"))
+	defer driver.Stop()
+	plugin, _ := csi.New(root, "node-1")
+	if err := plugin.RegisterPlugin(ctx, "hostpath.csi.k8s.io", sock, []string{"1.0.0"}, 0); err != nil {
+		panic(err)
+	}
 
 	objs := &volumemanager.Objects{}
 	attach, policy := false, storagev1.FileFSGroupPolicy
@@ -68,7 +55,7 @@ func Example() {
 		},
 		&storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "hostpath.csi.k8s.io"}, Spec: storagev1.CSIDriverSpec{AttachRequired: &attach, FSGroupPolicy: &policy}},
 	)
-	m, err := volumemanager.New("node-1", root, objs, printingDriver{root}, volumemanager.WithMounter(fake.New()))
+	m, err := volumemanager.New("node-1", root, objs, volumemanager.CSI(plugin))
 	if err != nil {
 		panic(err)
 	}
@@ -96,13 +83,18 @@ func Example() {
 	}
 	stop()
 	<-done
+	for _, c := range driver.Calls() {
+		if c.Method != csifake.NodeGetInfo && c.Method != csifake.NodeGetCapabilities {
+			fmt.Println(c.Method)
+		}
+	}
 	_, err = os.Stat(filepath.Join(root, "pods", "pod-1", "volumes", "kubernetes.io~csi", "pv-1"))
 	fmt.Println("volume dir removed:", os.IsNotExist(err))
 	// Output:
-	// NodeStageVolume vol-1 /plugins/kubernetes.io/csi/hostpath.csi.k8s.io/d2e8363faaac7ae76def3b14091d8eb5755f6b92e9531627aeec833a8731cc49/globalmount
-	// NodePublishVolume vol-1 /pods/pod-1/volumes/kubernetes.io~csi/pv-1/mount
 	// data at /pods/pod-1/volumes/kubernetes.io~csi/pv-1/mount
-	// NodeUnpublishVolume vol-1
-	// NodeUnstageVolume vol-1
+	// NodeStageVolume
+	// NodePublishVolume
+	// NodeUnpublishVolume
+	// NodeUnstageVolume
 	// volume dir removed: true
 }

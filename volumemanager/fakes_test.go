@@ -2,6 +2,7 @@ package volumemanager
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -22,8 +23,10 @@ import (
 	mountsfake "github.com/podstart/podstart/mounts/fake"
 )
 
-// fakeNode is a NodeVolumes that records its calls, creates and removes
-// the target directory as a driver does, and fails as scripted.
+// fakeNode is a NodeVolumes that records its calls, makes and removes the
+// directories and vol_data.json files as the CSI plugin does (kubelet's
+// format, read back by reconstruction) and the target as a driver does,
+// and fails as scripted.
 type fakeNode struct {
 	mu        sync.Mutex
 	caps      map[string]NodeCapabilities // default: stages
@@ -69,6 +72,12 @@ func (f *fakeNode) Stage(_ context.Context, r StageRequest) error {
 	if err := f.next("Stage", r.VolumeHandle+" "+r.StagingPath); err != nil {
 		return err
 	}
+	if err := os.MkdirAll(r.StagingPath, 0o750); err != nil {
+		return err
+	}
+	if err := writeJSON(filepath.Join(filepath.Dir(r.StagingPath), volDataFileName), map[string]string{"volumeHandle": r.VolumeHandle, "driverName": r.Driver}); err != nil {
+		return err
+	}
 	f.stages = append(f.stages, r)
 	f.staged[r.StagingPath] = true
 	return nil
@@ -81,7 +90,7 @@ func (f *fakeNode) Unstage(_ context.Context, r UnstageRequest) error {
 		return err
 	}
 	delete(f.staged, r.StagingPath)
-	return nil
+	return removeVolumeDir(r.StagingPath)
 }
 
 func (f *fakeNode) Publish(_ context.Context, r PublishRequest) error {
@@ -93,7 +102,17 @@ func (f *fakeNode) Publish(_ context.Context, r PublishRequest) error {
 	if r.StagingPath != "" && !f.staged[r.StagingPath] {
 		return fmt.Errorf("publish of %s before its stage", r.VolumeHandle)
 	}
+	mode := storagev1.VolumeLifecyclePersistent
+	if r.Ephemeral {
+		mode = storagev1.VolumeLifecycleEphemeral
+	}
 	if err := os.MkdirAll(r.TargetPath, 0o750); err != nil {
+		return err
+	}
+	if err := writeJSON(filepath.Join(filepath.Dir(r.TargetPath), volDataFileName), map[string]string{
+		"specVolID": r.SpecName, "volumeHandle": r.VolumeHandle, "driverName": r.Driver, "nodeName": node,
+		"volumeLifecycleMode": string(mode), "attachmentID": AttachmentName(r.VolumeHandle, r.Driver, node),
+	}); err != nil {
 		return err
 	}
 	f.publishes = append(f.publishes, r)
@@ -111,7 +130,27 @@ func (f *fakeNode) Unpublish(_ context.Context, r UnpublishRequest) error {
 		return err
 	}
 	delete(f.published, r.TargetPath)
+	return removeVolumeDir(r.TargetPath)
+}
+
+// removeVolumeDir removes dir, the vol_data.json beside it and their
+// parent, as the CSI plugin does.
+func removeVolumeDir(dir string) error {
+	parent := filepath.Dir(dir)
+	for _, p := range []string{dir, filepath.Join(parent, volDataFileName), parent} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
 	return nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o640)
 }
 
 // callsOf returns the recorded calls of one method.

@@ -59,6 +59,7 @@ type Manager struct {
 	actual        map[corev1.UniqueVolumeName]*actualVolume
 	sourcesReady  bool
 	reconstructed bool
+	synced        bool // the first pass's reconstruction is done
 	backoff       map[string]retry
 	changed       chan struct{} // closed and replaced at each change
 	nudge         chan struct{}
@@ -80,8 +81,8 @@ func WithClock(c clock.Clock) Option { return func(m *Manager) { m.clock = c } }
 func WithEventRecorder(r EventRecorder) Option { return func(m *Manager) { m.recorder = r } }
 
 // WithMounter sets how the manager tells whether a target or staging
-// directory is still a mount point before it removes it (default:
-// mounts.HostMounter).
+// directory is still a mount point after the NodeVolumes' Unpublish or
+// Unstage (default: mounts.HostMounter).
 func WithMounter(mt mounts.Mounter) Option { return func(m *Manager) { m.mounter = mt } }
 
 // New returns a manager for node nodeName whose pods live under rootDir
@@ -115,6 +116,16 @@ func New(nodeName, rootDir string, api API, node NodeVolumes, opts ...Option) (*
 		m.mounter = &mounts.HostMounter{}
 	}
 	return m, nil
+}
+
+// StatesSynced says whether the first reconciler pass has reconstructed
+// the actual state from the disk (kubelet's
+// ReconcilerStatesHasBeenSynced): until then VolumesInUse may miss volumes
+// an earlier agent left mounted (nodestatus.VolumesInUse waits for it).
+func (m *Manager) StatesSynced() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.synced
 }
 
 // AddPod puts the pod's volumes in the desired state (kubelet's

@@ -29,8 +29,6 @@ const (
 	keySpecVolID     = "specVolID"
 	keyVolumeHandle  = "volumeHandle"
 	keyDriverName    = "driverName"
-	keyNodeName      = "nodeName"
-	keyAttachmentID  = "attachmentID"
 	keyLifecycleMode = "volumeLifecycleMode"
 )
 

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podstart/podstart/csi"
 	"github.com/podstart/podstart/mounts/fake"
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/volumemanager"
@@ -22,7 +23,11 @@ var (
 // a claim from the manager; a claim not yet published is an error.
 func TestProviderBesideInTree(t *testing.T) {
 	root := t.TempDir()
-	m, err := volumemanager.New("node-1", root, &volumemanager.Objects{}, printingDriver{root}, volumemanager.WithMounter(fake.New()))
+	plugin, err := csi.New(root, "node-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := volumemanager.New("node-1", root, &volumemanager.Objects{}, volumemanager.CSI(plugin), volumemanager.WithMounter(fake.New()))
 	if err != nil {
 		t.Fatal(err)
 	}

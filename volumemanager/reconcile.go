@@ -2,12 +2,10 @@ package volumemanager
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"syscall"
@@ -41,6 +39,9 @@ func (m *Manager) Reconcile(ctx context.Context) error {
 	var errs []error
 	if first {
 		errs = append(errs, m.reconstruct(ctx))
+		m.mu.Lock()
+		m.synced = true
+		m.mu.Unlock()
 	}
 	m.mu.Lock()
 	ready := m.sourcesReady
@@ -136,9 +137,11 @@ func (m *Manager) unpublishUnwanted(ctx context.Context) []error {
 	return errs
 }
 
-// unpublish is kubelet's UnmountVolume (the CSI plugin's TearDownAt):
-// NodeUnpublishVolume, then the target, its vol_data.json and the volume
-// directory removed unless something is still mounted there.
+// unpublish is kubelet's UnmountVolume: the NodeVolumes' Unpublish (the
+// CSI plugin's TearDownAt: NodeUnpublishVolume, then the target, its
+// vol_data.json and the volume directory removed unless still mounted);
+// the pod volume leaves the actual state only once its target is no
+// longer a mount point.
 func (m *Manager) unpublish(ctx context.Context, ref podVolumeRef) error {
 	m.mu.Lock()
 	av := m.actual[ref.name]
@@ -155,14 +158,14 @@ func (m *Manager) unpublish(ctx context.Context, ref podVolumeRef) error {
 		return nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, csiTimeout)
-	err := m.node.Unpublish(cctx, UnpublishRequest{Driver: driver, VolumeHandle: handle, TargetPath: ap.targetPath})
+	err := m.node.Unpublish(cctx, UnpublishRequest{Driver: driver, VolumeHandle: handle, TargetPath: ap.targetPath, PodUID: ref.uid, SpecName: ap.specName})
 	cancel()
 	if err != nil {
 		err = fmt.Errorf("UnmountVolume.TearDown failed for volume %q (UniqueName: %q) pod %q: %w", ap.specName, ref.name, ref.uid, err)
 		logr.FromContextOrDiscard(ctx).Error(err, "Unpublish failed")
 		return err
 	}
-	if err := m.removeMountDir(ap.targetPath); err != nil {
+	if err := m.checkUnmounted(ap.targetPath); err != nil {
 		return fmt.Errorf("UnmountVolume.TearDown failed for volume %q (UniqueName: %q) pod %q: %w", ap.specName, ref.name, ref.uid, err)
 	}
 	m.mu.Lock()
@@ -174,22 +177,17 @@ func (m *Manager) unpublish(ctx context.Context, ref podVolumeRef) error {
 	return nil
 }
 
-// removeMountDir is kubelet's CSI removeMountDir: if dir is not a mount
-// point, remove it, the vol_data.json beside it and their parent (each
-// only if empty: nothing is removed recursively).
-func (m *Manager) removeMountDir(dir string) error {
+// checkUnmounted fails while dir is still a mount point: the NodeVolumes
+// leaves a directory that is still mounted (as kubelet's CSI plugin), and
+// the manager then keeps the volume in its actual state and retries
+// rather than forget a mount.
+func (m *Manager) checkUnmounted(dir string) error {
 	_, isMnt, err := m.mounter.MountPoint(dir)
 	if err != nil {
 		return err
 	}
 	if isMnt {
 		return fmt.Errorf("%s is still a mount point", dir)
-	}
-	parent := filepath.Dir(dir)
-	for _, p := range []string{dir, filepath.Join(parent, volDataFileName), parent} {
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
 	}
 	return nil
 }
@@ -278,11 +276,11 @@ func (m *Manager) mount(ctx context.Context, ref podVolumeRef) error {
 	stagingPath := "" // what Publish gets: only from a driver that stages
 	if s.inline == nil {
 		if device != deviceStaged {
-			if err := m.stage(cctx, s, av, StagingPath(m.rootDir, s.driver, s.handle), caps, fsGroup); err != nil {
+			if err := m.stage(cctx, s, av, StagingPath(m.rootDir, s.driver, s.handle), drv, caps, fsGroup); err != nil {
 				return m.failed(dp.pod, s, "MountVolume.MountDevice failed", err)
 			}
 		}
-		if caps.StageUnstage {
+		if caps.StageUnstage || caps.Plugin {
 			stagingPath = StagingPath(m.rootDir, s.driver, s.handle)
 		}
 	}
@@ -335,22 +333,18 @@ func (m *Manager) attachment(ctx context.Context, s *spec) (map[string]string, e
 	return nil, errNotAttached
 }
 
-// stage is the CSI attacher's MountDevice: the staging directory is made
-// whether or not the driver stages (as kubelet's), and removed by
-// unstage.
-func (m *Manager) stage(ctx context.Context, s *spec, av *actualVolume, stagingPath string, caps NodeCapabilities, fsGroup *int64) error {
+// stage is the CSI attacher's MountDevice, for drivers that stage: the
+// NodeVolumes makes the staging directory and its vol_data.json.
+func (m *Manager) stage(ctx context.Context, s *spec, av *actualVolume, stagingPath string, drv *storagev1.CSIDriver, caps NodeCapabilities, fsGroup *int64) error {
 	src := s.pv.Spec.CSI
 	secrets := map[string]string{}
-	if src.NodeStageSecretRef != nil && caps.StageUnstage {
+	if src.NodeStageSecretRef != nil && (caps.StageUnstage || caps.Plugin) {
 		var err error
 		if secrets, err = m.secret(ctx, src.NodeStageSecretRef.Namespace, src.NodeStageSecretRef.Name, "NodeStageSecretRef"); err != nil {
 			return err
 		}
 	}
-	if err := makeDir(m.rootDir, stagingPath); err != nil {
-		return fmt.Errorf("%s: attacher.MountDevice failed to create dir %q: %v", PluginName, stagingPath, err)
-	}
-	if !caps.StageUnstage {
+	if !caps.StageUnstage && !caps.Plugin {
 		// kubelet: "STAGE_UNSTAGE_VOLUME capability not set. Skipping
 		// MountDevice..." and the device counts as mounted.
 		m.mu.Lock()
@@ -358,15 +352,12 @@ func (m *Manager) stage(ctx context.Context, s *spec, av *actualVolume, stagingP
 		m.mu.Unlock()
 		return nil
 	}
-	if err := writeVolData(filepath.Dir(stagingPath), map[string]string{keyVolumeHandle: s.handle, keyDriverName: s.driver}); err != nil {
-		return err
-	}
 	req := StageRequest{
-		Driver: s.driver, VolumeHandle: s.handle, StagingPath: stagingPath,
+		Driver: s.driver, VolumeHandle: s.handle, SpecName: s.specName, StagingPath: stagingPath, CSIDriver: drv,
 		PublishContext: maps.Clone(av.publishContext), Capability: capability(s),
 		VolumeContext: maps.Clone(src.VolumeAttributes), Secrets: secrets,
 	}
-	if caps.VolumeMountGroup {
+	if caps.VolumeMountGroup || caps.Plugin {
 		req.FSGroup = fsGroup
 	}
 	m.mu.Lock()
@@ -401,6 +392,7 @@ func (m *Manager) publish(ctx context.Context, s *spec, av *actualVolume, uid ty
 		Driver: s.driver, VolumeHandle: s.handle, StagingPath: stagingPath,
 		TargetPath: TargetPath(m.rootDir, uid, s.specName), ReadOnly: dp.readOnly,
 		Capability: capability(s), Ephemeral: s.inline != nil,
+		SpecName: s.specName, Pod: pod, CSIDriver: drv,
 	}
 	var secretNS, secretName string
 	if s.inline != nil {
@@ -437,22 +429,8 @@ func (m *Manager) publish(ctx context.Context, s *spec, av *actualVolume, uid ty
 			"csi.storage.k8s.io/ephemeral":           strconv.FormatBool(s.inline != nil),
 		})
 	}
-	if caps.VolumeMountGroup {
+	if caps.VolumeMountGroup || caps.Plugin {
 		req.FSGroup = fsGroup
-	}
-	parent := filepath.Dir(req.TargetPath)
-	if err := makeDir(m.rootDir, parent); err != nil {
-		return fmt.Errorf("%s: mounter.SetUpAt failed to create dir %q: %v", PluginName, parent, err)
-	}
-	mode := storagev1.VolumeLifecyclePersistent
-	if s.inline != nil {
-		mode = storagev1.VolumeLifecycleEphemeral
-	}
-	if err := writeVolData(parent, map[string]string{
-		keySpecVolID: s.specName, keyVolumeHandle: s.handle, keyDriverName: s.driver, keyNodeName: m.nodeName,
-		keyLifecycleMode: string(mode), keyAttachmentID: AttachmentName(s.handle, s.driver, m.nodeName),
-	}); err != nil {
-		return err
 	}
 	m.mu.Lock()
 	ap := av.pods[uid]
@@ -468,7 +446,7 @@ func (m *Manager) publish(ctx context.Context, s *spec, av *actualVolume, uid ty
 		m.mu.Unlock()
 		return err
 	}
-	if !caps.VolumeMountGroup && supportsFSGroup(s, dp.readOnly, fsGroup, policy) && !skipOwnership(pod, req.TargetPath, *fsGroup) {
+	if !caps.VolumeMountGroup && !caps.Plugin && supportsFSGroup(s, dp.readOnly, fsGroup, policy) && !skipOwnership(pod, req.TargetPath, *fsGroup) {
 		if err := mounts.SetVolumeOwnership(req.TargetPath, *fsGroup, false); err != nil {
 			m.mu.Lock()
 			ap.uncertain = true
@@ -582,10 +560,12 @@ func (m *Manager) unstageUnused(ctx context.Context) []error {
 	return errs
 }
 
-// unstage is kubelet's UnmountDevice (the CSI attacher's UnmountDevice:
-// NodeUnstageVolume when the driver stages, then the staging directory and
-// its vol_data.json removed), after which the volume leaves the actual
-// state (with the attach/detach controller, kubelet marks it detached).
+// unstage is kubelet's UnmountDevice (the NodeVolumes' Unstage, the CSI
+// attacher's UnmountDevice: NodeUnstageVolume, then the staging directory
+// and its vol_data.json removed unless still mounted), for drivers that
+// stage; the volume then leaves the actual state once its staging path is
+// no longer a mount point (with the attach/detach controller, kubelet
+// marks it detached).
 func (m *Manager) unstage(ctx context.Context, name corev1.UniqueVolumeName) error {
 	m.mu.Lock()
 	av := m.actual[name]
@@ -602,15 +582,14 @@ func (m *Manager) unstage(ctx context.Context, name corev1.UniqueVolumeName) err
 		if err != nil {
 			return fmt.Errorf("UnmountDevice failed for volume %q: %w", name, err)
 		}
-		if caps.StageUnstage {
+		if caps.StageUnstage || caps.Plugin {
 			if err := m.node.Unstage(cctx, UnstageRequest{Driver: driver, VolumeHandle: handle, StagingPath: stagingPath}); err != nil {
 				return fmt.Errorf("UnmountDevice failed for volume %q: %w", name, err)
 			}
+			if err := m.checkUnmounted(stagingPath); err != nil {
+				return fmt.Errorf("UnmountDevice failed for volume %q: %w", name, err)
+			}
 		}
-		if err := m.removeMountDir(stagingPath); err != nil {
-			return fmt.Errorf("UnmountDevice failed for volume %q: %w", name, err)
-		}
-		// The driver's directory stays, as kubelet leaves it.
 	}
 	m.mu.Lock()
 	if av := m.actual[name]; av != nil && len(av.pods) == 0 && m.desired[name] == nil {
@@ -619,25 +598,4 @@ func (m *Manager) unstage(ctx context.Context, name corev1.UniqueVolumeName) err
 	m.mu.Unlock()
 	logr.FromContextOrDiscard(ctx).V(2).Info("UnmountDevice succeeded", "uniqueName", name)
 	return nil
-}
-
-// writeVolData writes kubelet's vol_data.json in dir.
-func writeVolData(dir string, data map[string]string) error {
-	b, err := json.Marshal(data)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, volDataFileName), append(b, '\n'), 0o640); err != nil {
-		return fmt.Errorf("%s: failed to save volume data file %s: %v", PluginName, filepath.Join(dir, volDataFileName), err)
-	}
-	return nil
-}
-
-// makeDir makes dir beneath root without following a symlink on the way
-// (mounts.MakeVolumeDir), with kubelet's mode 0750.
-func makeDir(root, dir string) error {
-	if err := mounts.MakeVolumeDir(root, dir); err != nil {
-		return err
-	}
-	return os.Chmod(dir, 0o750)
 }

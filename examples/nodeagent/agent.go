@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,17 +27,20 @@ import (
 	"github.com/podstart/podstart/apiobjects"
 	"github.com/podstart/podstart/containerlogs"
 	"github.com/podstart/podstart/criconfig"
+	"github.com/podstart/podstart/csi"
 	"github.com/podstart/podstart/eviction"
 	"github.com/podstart/podstart/imagegc"
 	"github.com/podstart/podstart/images"
 	"github.com/podstart/podstart/mounts"
 	"github.com/podstart/podstart/nodestatus"
+	"github.com/podstart/podstart/pluginmanager"
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/podworker"
 	"github.com/podstart/podstart/probes"
 	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/stats"
 	"github.com/podstart/podstart/statusmanager"
+	"github.com/podstart/podstart/volumemanager"
 )
 
 // Config is what the agent needs: an API client, a runtime, and the node's
@@ -112,6 +116,10 @@ type agent struct {
 	workers *podworker.Workers
 	evicter atomic.Pointer[eviction.Manager] // nil: no eviction
 	volumes *apiobjects.Volumes
+	// vm mounts the volumes that need a storage system (PVCs, generic
+	// ephemeral and CSI inline volumes) through the CSI drivers
+	// registered in <root-dir>/plugins_registry.
+	vm      *volumemanager.Manager
 	watches *objectWatches  // the Secrets and ConfigMaps the pods refer to
 	pods    cache.Store     // the informer's pods bound to this node
 	stats   *stats.Provider // nil on a runtime without CRI stats
@@ -140,18 +148,56 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("runtime status: %w", err)
 	}
 	a.host = a.host.WithRuntimeStatus(st)
-	heartbeat := a.newHeartbeat()
-	node, err := register(ctx, heartbeat, cfg.Clock)
-	if err != nil {
-		return err
-	}
-	wg.Go(func() { heartbeat.Run(ctx) })
 
 	// Events reach the API server as kubelet's do: source component "kubelet", host the node.
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cfg.Client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: cfg.NodeName})
+	// The agent's loops log their failures (retried) through logr.
+	logger := funcr.New(func(prefix, args string) { log.Println(prefix, args) }, funcr.Options{})
+	mounter := cfg.Mounter
+	if mounter == nil {
+		mounter = &mounts.HostMounter{}
+	}
+	// Persistent volumes, as kubelet's: CSI drivers register through
+	// their sockets in <root-dir>/plugins_registry (pluginmanager) with
+	// kubelet's CSI plugin (csi), which writes their node info (the
+	// Node's nodeid annotation and topology labels, the CSINode); the
+	// volume manager stages and publishes the pods' volumes through it.
+	// Both run until ctx ends.
+	plugin, err := csi.New(cfg.RootDir, cfg.NodeName, csi.WithLogger(logger),
+		csi.WithNodeInfoWriter(nodeInfoWriter{client: cfg.Client, nodeName: cfg.NodeName}))
+	if err != nil {
+		return err
+	}
+	if a.vm, err = volumemanager.New(cfg.NodeName, cfg.RootDir, storageObjects{cfg.Client}, volumemanager.CSI(plugin),
+		volumemanager.WithEventRecorder(recorder), volumemanager.WithMounter(mounter)); err != nil {
+		return err
+	}
+	plugins, err := pluginmanager.New(filepath.Join(cfg.RootDir, pluginmanager.DirName))
+	if err != nil {
+		return err
+	}
+	plugins.AddHandler("CSIPlugin", plugin)
+
+	heartbeat := a.newHeartbeat()
+	node, err := register(ctx, heartbeat, cfg.Clock)
+	if err != nil {
+		return err
+	}
+	wg.Go(func() { heartbeat.Run(ctx) })
+	wg.Go(func() {
+		if err := (nodeInfoWriter{client: cfg.Client, nodeName: cfg.NodeName}).initCSINode(ctx, node); err != nil && ctx.Err() == nil {
+			log.Println("nodeagent: CSINode:", err)
+		}
+	})
+	wg.Go(func() {
+		if err := plugins.Run(logr.NewContext(ctx, logger)); err != nil && ctx.Err() == nil {
+			log.Println("nodeagent: plugin manager:", err)
+		}
+	})
+	wg.Go(func() { a.vm.Run(logr.NewContext(ctx, logger)) })
 
 	hostIPs := nodeIPs(node)
 	a.host.HostIPs, a.host.Allocatable = hostIPs, node.Status.Allocatable
@@ -181,10 +227,6 @@ func Run(ctx context.Context, cfg Config) error {
 	certs := apiobjects.NewPodCertificates(objects, types.NodeName(cfg.NodeName), node.UID,
 		apiobjects.WithPodCertificateClock(cfg.Clock), apiobjects.WithPodCertificateRecorder(recorder),
 		apiobjects.WithPodCertificateNotify(a.resync))
-	mounter := cfg.Mounter
-	if mounter == nil {
-		mounter = &mounts.HostMounter{}
-	}
 	a.volumes = apiobjects.NewVolumes(a.watches, cfg.RootDir, apiobjects.WithTokens(tokens), apiobjects.WithMounter(mounter),
 		apiobjects.WithEventRecorder(recorder), apiobjects.WithNodeAllocatable(node.Status.Allocatable),
 		apiobjects.WithPodCertificates(certs), apiobjects.WithClusterTrustBundles(bundles))
@@ -251,7 +293,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	workerOpts = append(workerOpts, podworker.WithAdmission(admit),
+	workerOpts = append(workerOpts, podworker.WithAdmission(admit), podworker.WithVolumeManager(a.vm),
 		podworker.WithRuntimeName(v.RuntimeName), podworker.WithHostIPs(hostIPs...),
 		podworker.WithProbes(prober), podworker.WithPullSecrets(func(ctx context.Context, pod *corev1.Pod) ([]corev1.Secret, error) {
 			a.trace(pod, "sync", 0, false)
@@ -307,30 +349,46 @@ func Run(ctx context.Context, cfg Config) error {
 		})
 	a.pods = informer.GetStore()
 	wg.Go(func() { certs.Run(ctx) }) // its notifications resync pods through the workers
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	podHandler, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { a.podChanged(obj) },
 		UpdateFunc: func(_, obj any) { a.podChanged(obj) },
 		DeleteFunc: a.podGone,
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
-	// The status manager logs its failures (retried) through logr.
-	logger := funcr.New(func(prefix, args string) { log.Println(prefix, args) }, funcr.Options{})
 	wg.Go(func() { _ = statuses.Run(logr.NewContext(ctx, logger)) })
 	wg.Go(func() { svcInformer.Run(ctx.Done()) }) // ends at cancel, before wg.Wait
 	if !cache.WaitForCacheSync(ctx.Done(), svcInformer.HasSynced) {
 		return ctx.Err()
 	}
 	wg.Go(func() { informer.Run(ctx.Done()) }) // ends at cancel, before wg.Wait
-	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced, podHandler.HasSynced) {
 		return ctx.Err()
 	}
 	a.workers.SourcesReady()
+	a.volumeSourcesReady(ctx)
 	if cfg.Ready != nil {
 		cfg.Ready()
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// volumeSourcesReady tells the volume manager every pod is known, once
+// each admitted pod of the initial list is in its desired state (kubelet's
+// populator adds them from the pod manager; the workers add a pod only at
+// its first sync): from then on it unpublishes and unstages what no pod
+// wants, which after a restart are the volumes of pods deleted meanwhile.
+func (a *agent) volumeSourcesReady(ctx context.Context) {
+	for _, uid := range a.workers.Pods() {
+		if st, ok := a.workers.Status(uid); ok && !st.Terminating && st.Pod != nil {
+			if err := a.vm.AddPod(ctx, st.Pod); err != nil {
+				log.Printf("pod %s/%s: volumes: %v", st.Pod.Namespace, st.Pod.Name, err)
+			}
+		}
+	}
+	a.vm.SourcesReady()
 }
 
 func (a *agent) podChanged(obj any) {

@@ -18,6 +18,8 @@ import (
 	fakecoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1/fake"
 	corev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	fakecorev1 "k8s.io/client-go/kubernetes/typed/core/v1/fake"
+	storagev1 "k8s.io/client-go/kubernetes/typed/storage/v1"
+	fakestoragev1 "k8s.io/client-go/kubernetes/typed/storage/v1/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
 
@@ -25,7 +27,7 @@ import (
 // the same field-managed object tracker over the same scheme, reactors and
 // fake discovery) for the API groups the agent calls. kubernetes/fake
 // imports the fake clients of all ~55 group versions: ~30 s of CPU to
-// compile under -race (issue 27), for the five used here. Any other group
+// compile under -race (issue 27), for the six used here. Any other group
 // is the nil embedded Interface: a call to it panics, naming the method.
 type fakeClientset struct {
 	kubernetes.Interface // nil: the groups below only
@@ -83,6 +85,10 @@ func (c *fakeClientset) CertificatesV1() certificatesv1.CertificatesV1Interface 
 
 func (c *fakeClientset) AuthenticationV1() authenticationv1.AuthenticationV1Interface {
 	return &fakeauthenticationv1.FakeAuthenticationV1{Fake: &c.Fake}
+}
+
+func (c *fakeClientset) StorageV1() storagev1.StorageV1Interface {
+	return &fakestoragev1.FakeStorageV1{Fake: &c.Fake}
 }
 
 func (c *fakeClientset) AuthorizationV1() authorizationv1.AuthorizationV1Interface {

@@ -4,8 +4,11 @@
 // and renews its Lease and status (nodestatus), watches the pods bound to it,
 // runs them through podworker, patches their status (statusmanager), fetches
 // their pull secrets, writes their Secret, ConfigMap, downward API and
-// projected volumes (service account tokens included), and honours deletion
-// with graceful termination before deleting the pod object.
+// projected volumes (service account tokens included), mounts their
+// persistent, generic ephemeral and CSI inline volumes through the CSI
+// drivers that register in <root-dir>/plugins_registry (pluginmanager, csi,
+// volumemanager), and honours deletion with graceful termination before
+// deleting the pod object.
 //
 // Everything about pods and the node comes from podstart's public API; the
 // rest (the API client, informer, events) is client-go, adapted to

@@ -39,8 +39,13 @@ func (a *agent) newHeartbeat() *nodestatus.Heartbeat {
 		DiskPressure:   a.pressure((*eviction.Manager).IsUnderDiskPressure),
 		PIDPressure:    a.pressure((*eviction.Manager).IsUnderPIDPressure),
 	})
+	// node.status.volumesInUse after Ready, as kubelet's setters; what
+	// each sync reported tells the volume manager which attachable
+	// volumes it may mount (kubelet's markVolumesFromNode).
+	setters = append(setters, nodestatus.VolumesInUse(a.vm.StatesSynced, a.vm.VolumesInUse))
 	return nodestatus.New(nodeClient{a.Client}, nodestatus.Registration{Name: a.NodeName}, setters,
-		nodestatus.WithClock(a.Clock), nodestatus.WithRuntime(a.Runtime, state))
+		nodestatus.WithClock(a.Clock), nodestatus.WithRuntime(a.Runtime, state),
+		nodestatus.WithReported(func(n *corev1.Node) { a.vm.MarkVolumesReportedInUse(n.Status.VolumesInUse) }))
 }
 
 // nodeClient is nodestatus.Client over client-go.

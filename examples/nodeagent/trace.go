@@ -9,6 +9,7 @@ import (
 
 	"github.com/podstart/podstart/mounts"
 	"github.com/podstart/podstart/podsync"
+	"github.com/podstart/podstart/volumemanager"
 )
 
 // TraceEvent is one moment of a pod's life in the agent, reported to
@@ -55,22 +56,27 @@ func (a *agent) trace(pod *corev1.Pod, stage string, took time.Duration, ready b
 	a.Trace(TraceEvent{Pod: pod.UID, Name: pod.Namespace + "/" + pod.Name, Stage: stage, At: time.Now(), Took: took, Ready: ready})
 }
 
-// volumeProvider is the volumes podsync sets up: a.volumes, timed for the
-// trace sink when there is one.
+// volumeProvider is the volumes podsync sets up: the volume manager's
+// beside the in-tree ones of a.volumes, timed for the trace sink when
+// there is one.
 func (a *agent) volumeProvider() podsync.VolumeProvider {
+	p := volumemanager.Provider{Manager: a.vm, InTree: a.volumes}
 	if a.Trace == nil {
-		return a.volumes
+		return p
 	}
-	return tracedVolumes{a}
+	return tracedVolumes{a, p}
 }
 
 // tracedVolumes reports each volume setup ("volumes", Took: how long it
 // took) to the trace sink.
-type tracedVolumes struct{ a *agent }
+type tracedVolumes struct {
+	a *agent
+	p volumemanager.Provider
+}
 
 func (v tracedVolumes) Volumes(ctx context.Context, pod *corev1.Pod) (mounts.VolumeMap, error) {
 	start := time.Now()
-	m, err := v.a.volumes.Volumes(ctx, pod)
+	m, err := v.p.Volumes(ctx, pod)
 	v.a.trace(pod, "volumes", time.Since(start), false)
 	return m, err
 }

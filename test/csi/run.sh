@@ -16,6 +16,8 @@
 #
 # Needs root, Debian's packages and the Go module proxy. State and logs in
 # $PODSTART_CSI_DIR (/tmp/podstart-csi), binaries in its bin/; containerd,
+# (PODSTART_CSI_E2E_DIR, _AUTH_PORT, _OPEN_PORT, _POD_CIDR, _NODE_PORT and
+# _CGROUP_ROOT override the defaults below, for a second copy)
 # the registries (5350/5351) and the bridge network (10.89.0.0/24) in
 # /tmp/podstart-csi-e2e (test/e2e/env.sh); the node's cgroup root is
 # /podstart-csi, so it runs beside the other tiers.
@@ -25,10 +27,14 @@ repo=$(cd "$here/../.." && pwd)
 export PATH="/usr/local/go/bin:$PATH"
 DIR=${PODSTART_CSI_DIR:-/tmp/podstart-csi}
 BIN=$DIR/bin
-E2E_DIR=/tmp/podstart-csi-e2e
+# Overridable so that two copies of the tier can run side by side.
+E2E_DIR=${PODSTART_CSI_E2E_DIR:-/tmp/podstart-csi-e2e}
+AUTH_PORT=${PODSTART_CSI_AUTH_PORT:-5350}
+OPEN_PORT=${PODSTART_CSI_OPEN_PORT:-5351}
+POD_CIDR=${PODSTART_CSI_POD_CIDR:-10.89.0.0/24}
 NODE=csi-node
-NODE_PORT=10355
-CGROUP_ROOT=/podstart-csi
+NODE_PORT=${PODSTART_CSI_NODE_PORT:-10355}
+CGROUP_ROOT=${PODSTART_CSI_CGROUP_ROOT:-/podstart-csi}
 DRIVER=bind.csi.podstart.test
 ROOT=$DIR/node                               # the node's root dir
 NODE_SOCK=$ROOT/plugins/$DRIVER/csi.sock     # where the node dials the driver
@@ -52,8 +58,8 @@ done
 case $node in kubelet | podstart) ;; *) say "--node is kubelet or podstart, not $node"; exit 2 ;; esac
 
 e2e_env() {
-	PODSTART_E2E_DIR=$E2E_DIR PODSTART_E2E_AUTH_PORT=5350 PODSTART_E2E_OPEN_PORT=5351 \
-		PODSTART_E2E_CONTAINERD=2 PODSTART_E2E_CNI=bridge PODSTART_E2E_POD_CIDR=10.89.0.0/24 \
+	PODSTART_E2E_DIR=$E2E_DIR PODSTART_E2E_AUTH_PORT=$AUTH_PORT PODSTART_E2E_OPEN_PORT=$OPEN_PORT \
+		PODSTART_E2E_CONTAINERD=2 PODSTART_E2E_CNI=bridge PODSTART_E2E_POD_CIDR=$POD_CIDR \
 		bash "$repo/test/e2e/env.sh" "$@"
 }
 
