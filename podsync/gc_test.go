@@ -26,12 +26,13 @@ import (
 
 // lossy passes calls through to the runtime, then loses the answer of the
 // next call of one method: lost (the connection died) or hung (the caller
-// waits until its deadline).
+// waits until its context ends). hung is closed when a hung call waits.
 type lossy struct {
 	runtime.Runtime
 	method string
 	hang   bool
 	lost   int
+	hung   chan struct{}
 }
 
 func (l *lossy) lose(ctx context.Context, method string) error {
@@ -40,6 +41,7 @@ func (l *lossy) lose(ctx context.Context, method string) error {
 	}
 	l.lost++
 	if l.hang {
+		close(l.hung)
 		<-ctx.Done()
 		return ctx.Err()
 	}
@@ -113,16 +115,30 @@ func TestLostAnswers(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t, false, nil)
-			l := &lossy{Runtime: h.fake, method: c.method, hang: c.hang}
+			l := &lossy{Runtime: h.fake, method: c.method, hang: c.hang, hung: make(chan struct{})}
 			h.rt = l
 			h.syncer = podsync.NewSyncer(l, h.ims, h.opts...)
 			pod := appPod("lost")
-			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			// The hung call's caller gives up once the call hangs (a
+			// counted event), not after a time: a deadline could end the
+			// sync before it reaches the call, in its image pull (seen
+			// beside two CPU hogs with 50 ms).
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				select {
+				case <-l.hung:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
 			st, _ := h.syncer.Status(ctx, pod)
 			if err := h.syncer.SyncPod(ctx, pod, st, nil).Error(); err == nil {
 				t.Fatal("first sync did not fail")
 			}
 			cancel()
+			if l.lost != 1 {
+				t.Fatalf("the first sync did not reach %s", c.method)
+			}
 			if c.kill {
 				_, sbs := instances(t, h.fake, pod)
 				if err := h.fake.KillSandbox(sbs[0].Id); err != nil {

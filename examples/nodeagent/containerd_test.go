@@ -19,6 +19,7 @@ import (
 
 	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/test/cluster"
+	"github.com/podstart/podstart/test/criproxy"
 	"github.com/podstart/podstart/test/e2elock"
 )
 
@@ -38,13 +39,7 @@ func TestAgentOnContainerd(t *testing.T) {
 	c := cluster.StartT(t, cluster.Options{NodeName: node})
 	admin := clientFor(t, c.AdminKubeconfig)
 	ctx := context.Background()
-	dialCtx, cancelDial := context.WithTimeout(ctx, 30*time.Second)
-	defer cancelDial()
-	rt, err := runtime.Dial(dialCtx, endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close() })
+	rt := guardedRuntime(t, endpoint)
 
 	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
 	for _, obj := range []func() error{
@@ -210,6 +205,35 @@ func TestAgentOnContainerd(t *testing.T) {
 // under the e2e tiers' shared lock; the test skips without it, or fails
 // with PODSTART_E2E_REQUIRED=1. Each of needs (a file under the
 // directory's bin/) must exist too.
+// guardedRuntime is a client of the shared containerd through a guarded
+// CRI proxy (criproxy.Guard), for an agent: the agent says SourcesReady,
+// and from then on its garbage collection (once a minute) removes every
+// pod on its runtime that it does not hold, as kubelet's does. On the
+// containerd that test/e2e, test/kubelet and this package's other tests
+// share, those are their pods: an agent living past its first collection
+// would kill them (a test/e2e pod gone mid-test loses its stats too, and
+// kubelet's ranking, which the disk eviction test checks, puts a pod
+// without stats first). These agents live 30-60 s, near that first
+// collection on a loaded machine. Through the guard an agent stops and
+// removes only what it created (the latency test's agent already runs
+// so; vk's tests never say SourcesReady; test/chaos runs alone).
+func guardedRuntime(t *testing.T, endpoint string) *runtime.Client {
+	t.Helper()
+	p, err := criproxy.Start(filepath.Join(t.TempDir(), "agent.sock"), endpoint, criproxy.Guard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rt, err := runtime.Dial(ctx, p.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
 func containerdEnv(t *testing.T, needs ...string) (endpoint, dir string) {
 	t.Helper()
 	endpoint, dir = os.Getenv("PODSTART_CRI_ENDPOINT"), os.Getenv("PODSTART_E2E_DIR")

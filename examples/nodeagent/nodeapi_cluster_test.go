@@ -27,7 +27,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podstart/podstart/nodeapi"
-	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/test/cluster"
 )
 
@@ -61,13 +60,7 @@ func TestNodeAPIWithKubectl(t *testing.T) {
 	if _, err := admin.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"}, Data: map[string]string{"ca.crt": "CA"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	dialCtx, cancelDial := context.WithTimeout(ctx, 30*time.Second)
-	defer cancelDial()
-	rt, err := runtime.Dial(dialCtx, endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close() })
+	rt := guardedRuntime(t, endpoint)
 
 	caPEM, err := os.ReadFile(c.CAFile)
 	if err != nil {

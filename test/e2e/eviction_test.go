@@ -3,7 +3,10 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -315,8 +318,8 @@ func TestDiskEvictionOnContainerd(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := &agentKiller{a: a, pods: pods, statuses: map[*corev1.Pod]*corev1.PodStatus{}}
-	m := eviction.New(eviction.NewCRISource(rt, rt, eviction.WithRootDir(a.root), eviction.WithStatfs(disk.statfs)), k,
-		eviction.WithThresholds(thresholds))
+	src := &lastSummary{StatsSource: eviction.NewCRISource(rt, rt, eviction.WithRootDir(a.root), eviction.WithStatfs(disk.statfs))}
+	m := eviction.New(src, k, eviction.WithThresholds(thresholds))
 	evicted := synchronize(t, ctx, m)
 	if len(evicted) != 0 || len(m.Conditions()) != 0 {
 		t.Fatalf("before the filler: evicted %v, conditions %v", names(evicted), m.Conditions())
@@ -328,7 +331,7 @@ func TestDiskEvictionOnContainerd(t *testing.T) {
 	for len(evicted) == 0 {
 		if time.Since(start) > 45*time.Second {
 			used, _ := disk.used(ctx)
-			t.Fatalf("no eviction in 45 s (%d passes); pods' writable layers %d bytes of %d", passes, used, disk.capacity)
+			t.Fatalf("no eviction in 45 s (%d passes); pods' writable layers %d bytes of %d; the last pass's stats: %s", passes, used, disk.capacity, src.pods(pods))
 		}
 		time.Sleep(250 * time.Millisecond) // containerd measures the layers on its own time
 		passes++
@@ -336,7 +339,7 @@ func TestDiskEvictionOnContainerd(t *testing.T) {
 	}
 	t.Logf("pods' writable layers before the filler %d bytes, capacity %d; evicted after %d passes (%v)", base, disk.capacity, passes, time.Since(start).Round(time.Millisecond))
 	if len(evicted) != 1 || evicted[0] != filler {
-		t.Fatalf("evicted %v, want the filler", names(evicted))
+		t.Fatalf("evicted %v, want the filler; the pass's stats: %s", names(evicted), src.pods(pods))
 	}
 	ev := k.evictions[0]
 	t.Logf("eviction: grace %d s, signal %s, message %q, annotations %v", ev.GracePeriodSeconds, ev.Signal, ev.Message, ev.Annotations)
@@ -407,4 +410,63 @@ func (d *podsDisk) statfs(string) (eviction.FsUsage, error) {
 	d.last = used
 	d.mu.Unlock()
 	return eviction.FsUsage{CapacityBytes: d.capacity, AvailableBytes: d.capacity - min(prev, d.capacity), Inodes: 1 << 20, InodesFree: 1 << 20}, nil
+}
+
+// lastSummary keeps the Summary of the latest pass, so that an eviction
+// of the wrong pod shows what the ranking read.
+type lastSummary struct {
+	eviction.StatsSource
+	mu   sync.Mutex
+	last *statsapi.Summary
+}
+
+func (l *lastSummary) Summary(ctx context.Context) (*statsapi.Summary, error) {
+	s, err := l.StatsSource.Summary(ctx)
+	l.mu.Lock()
+	l.last = s
+	l.mu.Unlock()
+	return s, err
+}
+
+// pods describes the test pods in the latest Summary: each one's
+// containers' writable layers and logs, or that it is missing (a pod
+// without stats is ranked first, as in kubelet).
+func (l *lastSummary) pods(pods []*corev1.Pod) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last == nil {
+		return "no summary"
+	}
+	var b strings.Builder
+	if fs := l.last.Node.Fs; fs != nil && fs.AvailableBytes != nil {
+		fmt.Fprintf(&b, "nodefs available %d; ", *fs.AvailableBytes)
+	}
+	for _, p := range pods {
+		found := false
+		for _, ps := range l.last.Pods {
+			if ps.PodRef.UID != string(p.UID) {
+				continue
+			}
+			found = true
+			fmt.Fprintf(&b, "%s:", p.Name)
+			for _, c := range ps.Containers {
+				fmt.Fprintf(&b, " %s rootfs %s logs %s;", c.Name, fsUsed(c.Rootfs), fsUsed(c.Logs))
+			}
+			if len(ps.Containers) == 0 {
+				b.WriteString(" no containers;")
+			}
+		}
+		if !found {
+			fmt.Fprintf(&b, "%s: no stats;", p.Name)
+		}
+		b.WriteString(" ")
+	}
+	return b.String()
+}
+
+func fsUsed(f *statsapi.FsStats) string {
+	if f == nil || f.UsedBytes == nil {
+		return "-"
+	}
+	return strconv.FormatUint(*f.UsedBytes, 10)
 }

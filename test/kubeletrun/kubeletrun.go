@@ -41,7 +41,16 @@ import (
 // Config is the part of kubelet's KubeletConfiguration a tier varies; the
 // rest is the recipe's: cgroupfs, anonymous read-write API on loopback, no
 // swap or cgroup v1 checks, and image GC off because the runtime is shared
-// with podstart.
+// with podstart. Log rotation is off for the same reason
+// (containerLogMaxSize "-1", kubelet's way to turn it off; kubelet then
+// runs a manager that does nothing): its container log manager rotates the
+// log of every running container on its runtime, whoever made it (it
+// lists all containers and does not check the log is under its
+// podLogsDir), and the rename and compression go to the filesystem, past
+// the guarded proxy. On the shared containerd it rotated the log of
+// test/e2e's TestLogRotationOnContainerd once that grew past kubelet's
+// default 10Mi between two of the test's passes: a rotated file the
+// test's Manager did not make ("2 reopens for 3 rotated files").
 type Config struct {
 	Endpoint string // the CRI endpoint (the tier's guarded proxy)
 	// PodCgroups runs kubelet with its default pod cgroups: cgroupsPerQOS
@@ -98,6 +107,7 @@ localStorageCapacityIsolation: false
 failCgroupV1: false
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
+containerLogMaxSize: "-1"
 `, c.PodLogsDir, cgroupConfig, c.Endpoint, c.Port)
 	if c.SyncFrequency != "" {
 		fmt.Fprintf(&b, "syncFrequency: %s\n", c.SyncFrequency)

@@ -88,6 +88,26 @@ func main() {
 	}
 	syncer := podsync.NewSyncer(rt, nil, podsync.WithNode(node))
 	w := podworker.New(syncer, opts...)
+	// Watching the syncs before the pods are upserted: the start's burst
+	// is the first to free.
+	freeLoop := freeAfterBursts(w, podworker.QuietAfter+3*time.Second, func() {
+		// A collection shrinks an idle goroutine's stack by half at
+		// most: the two before FreeOSMemory's own bring the pods'
+		// workers, grown to 8-16 KiB by their syncs, back to a few KiB.
+		goruntime.GC()
+		goruntime.GC()
+		debug.FreeOSMemory()
+		var m goruntime.MemStats
+		goruntime.ReadMemStats(&m)
+		log.Printf("podagent: idle after syncs, returned free memory: heap objects %d KiB, heap in use %d KiB, heap idle %d KiB (released %d KiB), stacks %d KiB; %s",
+			m.HeapAlloc>>10, m.HeapInuse>>10, m.HeapIdle>>10, m.HeapReleased>>10, m.StackInuse>>10, rss())
+	})
+	freeCtx, stopFree := context.WithCancel(context.Background())
+	freed := make(chan struct{})
+	go func() {
+		defer close(freed)
+		freeLoop(freeCtx)
+	}()
 	for _, p := range pods {
 		if err := w.Upsert(p); err != nil {
 			log.Printf("podagent: %s: %v", p.Name, err)
@@ -95,23 +115,6 @@ func main() {
 	}
 	w.SourcesReady()
 	log.Printf("podagent: %d pods upserted", len(pods))
-	freeCtx, stopFree := context.WithCancel(context.Background())
-	freed := make(chan struct{})
-	go func() {
-		defer close(freed)
-		freeAfterBursts(freeCtx, w, podworker.QuietAfter+3*time.Second, func() {
-			// A collection shrinks an idle goroutine's stack by half at
-			// most: the two before FreeOSMemory's own bring the pods'
-			// workers, grown to 8-16 KiB by their syncs, back to a few KiB.
-			goruntime.GC()
-			goruntime.GC()
-			debug.FreeOSMemory()
-			var m goruntime.MemStats
-			goruntime.ReadMemStats(&m)
-			log.Printf("podagent: idle after syncs, returned free memory: heap objects %d KiB, heap in use %d KiB, heap idle %d KiB (released %d KiB), stacks %d KiB; %s",
-				m.HeapAlloc>>10, m.HeapInuse>>10, m.HeapIdle>>10, m.HeapReleased>>10, m.StackInuse>>10, rss())
-		})
-	}()
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
@@ -132,9 +135,10 @@ func main() {
 // heap): a node that started its pods would keep the start's peak, though
 // its steady state (a relist a minute) allocates little. Quiet should
 // outlast the fast relists that follow a change (podworker.QuietAfter),
-// whose garbage would grow the heap again. It returns when ctx ends or the
-// Workers are closed.
-func freeAfterBursts(ctx context.Context, w *podworker.Workers, quiet time.Duration, free func()) {
+// whose garbage would grow the heap again. It watches the syncs from its
+// call on (a sync before it is not seen); the loop it returns runs until
+// its ctx ends or the Workers are closed.
+func freeAfterBursts(w *podworker.Workers, quiet time.Duration, free func()) (loop func(ctx context.Context)) {
 	synced := make(chan struct{}, 1)
 	remove := w.OnSync(func(types.UID, podworker.PodState) {
 		select {
@@ -142,7 +146,13 @@ func freeAfterBursts(ctx context.Context, w *podworker.Workers, quiet time.Durat
 		default:
 		}
 	})
-	defer remove()
+	return func(ctx context.Context) {
+		defer remove()
+		freeBursts(ctx, w, quiet, free, synced)
+	}
+}
+
+func freeBursts(ctx context.Context, w *podworker.Workers, quiet time.Duration, free func(), synced <-chan struct{}) {
 	for {
 		select {
 		case <-ctx.Done():

@@ -71,14 +71,18 @@ func TestFreeAfterBursts(t *testing.T) {
 	defer w.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	freed, done := make(chan struct{}, 1), make(chan struct{})
+	// Watching before the upsert: a sync that ended before the watch began
+	// was not seen (this test hung so beside two CPU hogs, the loop's
+	// goroutine not yet started when the pod synced).
+	loop := freeAfterBursts(w, time.Millisecond, func() {
+		select {
+		case freed <- struct{}{}:
+		default: // a later burst (the pod's next sync)
+		}
+	})
 	go func() {
 		defer close(done)
-		freeAfterBursts(ctx, w, time.Millisecond, func() {
-			select {
-			case freed <- struct{}{}:
-			default: // a later burst (the pod's next sync)
-			}
-		})
+		loop(ctx)
 	}()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default", UID: "1"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox:1.35"}}}}
