@@ -10,5 +10,5 @@
 //
 // Without the tier's environment (PODSTART_CSI_KUBECONFIG and friends,
 // written by run.sh to /tmp/podstart-csi/env) the test skips, unless
-// PODSTART_E2E_REQUIRED=1, when it fails. See README.md.
+// PODSTART_CSI_REQUIRED=1, when it fails. See README.md.
 package csi

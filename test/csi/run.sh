@@ -213,7 +213,7 @@ ENV
 . "$DIR/env"
 tt=$SECONDS
 set +e
-(cd "$repo" && PODSTART_E2E_REQUIRED=1 go test -count=1 -timeout 20m -v -run "$run_re" ./test/csi/) 2>&1 | tee "$DIR/test.log"
+(cd "$repo" && PODSTART_CSI_REQUIRED=1 go test -count=1 -timeout 20m -v -run "$run_re" ./test/csi/) 2>&1 | tee "$DIR/test.log"
 rc=${PIPESTATUS[0]}
 set -e
 say "test ran in $((SECONDS - tt))s (exit $rc); tier took $((SECONDS - t0))s (build ${build_time}s, up ${up_time}s); logs in $DIR"

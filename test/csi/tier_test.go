@@ -34,7 +34,7 @@ type tier struct {
 	names  *names
 }
 
-func required() bool { return os.Getenv("PODSTART_E2E_REQUIRED") == "1" }
+func required() bool { return os.Getenv("PODSTART_CSI_REQUIRED") == "1" }
 
 func setup(t *testing.T) *tier {
 	t.Helper()
@@ -43,14 +43,14 @@ func setup(t *testing.T) *tier {
 		env[k] = os.Getenv("PODSTART_CSI_" + k)
 		if env[k] == "" {
 			if required() {
-				t.Fatalf("PODSTART_E2E_REQUIRED=1 but PODSTART_CSI_%s is unset (run 'bash test/csi/run.sh')", k)
+				t.Fatalf("PODSTART_CSI_REQUIRED=1 but PODSTART_CSI_%s is unset (run 'bash test/csi/run.sh')", k)
 			}
 			t.Skipf("PODSTART_CSI_%s is unset: this tier runs under 'bash test/csi/run.sh' (see README)", k)
 		}
 	}
 	if os.Getuid() != 0 {
 		if required() {
-			t.Fatal("PODSTART_E2E_REQUIRED=1 but not running as root")
+			t.Fatal("PODSTART_CSI_REQUIRED=1 but not running as root")
 		}
 		t.Skip("not root: the tier reads the node's mounts and the driver's data")
 	}
