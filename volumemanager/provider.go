@@ -44,6 +44,9 @@ func (p Provider) Volumes(ctx context.Context, pod *corev1.Pod) (mounts.VolumeMa
 	out := make(mounts.VolumeMap, len(pod.Spec.Volumes))
 	var first error
 	for _, vol := range pod.Spec.Volumes {
+		if vol.Image != nil {
+			continue // podsync's SyncPod pulls image volumes and adds them itself
+		}
 		if Manages(vol) {
 			if v, ok := published[vol.Name]; ok {
 				out[vol.Name] = v

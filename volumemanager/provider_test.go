@@ -57,3 +57,34 @@ func TestProviderBesideInTree(t *testing.T) {
 		t.Errorf("volumes = %v, want tmp only (data is unused)", vols)
 	}
 }
+
+// An image volume is left to podsync, which pulls and adds it: the
+// provider neither serves nor refuses it (the conformance tier's
+// ImageVolume spec failed on the agent once the provider asked the in-tree
+// provider for it).
+func TestProviderLeavesImageVolumes(t *testing.T) {
+	root := t.TempDir()
+	plugin, err := csi.New(root, "node-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := volumemanager.New("node-1", root, &volumemanager.Objects{}, volumemanager.CSI(plugin), volumemanager.WithMounter(fake.New()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := volumemanager.Provider{Manager: m, InTree: podsync.DefaultVolumes{RootDir: root}}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "img", UID: "pod-2"},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Image: "busybox", VolumeMounts: []corev1.VolumeMount{{Name: "kitten", MountPath: "/volume"}}}},
+			Volumes: []corev1.Volume{{Name: "kitten", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "kitten:1.8", PullPolicy: corev1.PullAlways}}}},
+		},
+	}
+	vols, err := p.Volumes(context.Background(), pod)
+	if err != nil {
+		t.Fatalf("an image volume: %v", err)
+	}
+	if len(vols) != 0 {
+		t.Fatalf("volumes = %v, want none (podsync adds image volumes)", vols)
+	}
+}
