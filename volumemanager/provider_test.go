@@ -77,7 +77,7 @@ func TestProviderLeavesImageVolumes(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "img", UID: "pod-2"},
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "c", Image: "busybox", VolumeMounts: []corev1.VolumeMount{{Name: "kitten", MountPath: "/volume"}}}},
-			Volumes: []corev1.Volume{{Name: "kitten", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "kitten:1.8", PullPolicy: corev1.PullAlways}}}},
+			Volumes:    []corev1.Volume{{Name: "kitten", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "kitten:1.8", PullPolicy: corev1.PullAlways}}}},
 		},
 	}
 	vols, err := p.Volumes(context.Background(), pod)
