@@ -39,6 +39,33 @@ type Container struct {
 	Mounts []*runtimeapi.Mount
 	// Devices are the devices kubelet's device plugins would add.
 	Devices []*runtimeapi.Device
+	// CDIDevices are the fully qualified CDI device names
+	// (vendor.com/class=name) that device plugins and DRA drivers asked
+	// for: CRI ContainerConfig.CDIDevices, in their order.
+	CDIDevices []string
+	// Annotations are the annotations device plugins asked for (kubelet's
+	// RunContainerOptions.Annotations); kubelet's own annotations win over
+	// them.
+	Annotations map[string]string
+}
+
+// DeviceOptions are what a node's device managers (device plugins, DRA
+// drivers) add to one container: kubelet's RunContainerOptions from
+// containerManager.GetResources. podsync.WithDevices takes a source of
+// them.
+type DeviceOptions struct {
+	// Devices go to ContainerConfig.Devices.
+	Devices []*runtimeapi.Device
+	// Mounts come before the container's volume mounts, as kubelet's
+	// GenerateRunContainerOptions puts them.
+	Mounts []*runtimeapi.Mount
+	// Env comes before the container's own environment (kubelet appends
+	// the container's to it), so a variable the container sets wins.
+	Env []EnvVar
+	// Annotations are added under kubelet's own container annotations.
+	Annotations map[string]string
+	// CDIDevices are fully qualified CDI device names.
+	CDIDevices []string
 }
 
 // ContainerConfig is kubelet's generateContainerConfig with its Linux
@@ -98,8 +125,9 @@ func ContainerConfig(in Container, node Node) (*runtimeapi.ContainerConfig, erro
 		Args:        expand(c.Args),
 		WorkingDir:  c.WorkingDir,
 		Labels:      ContainerLabels(pod, c),
-		Annotations: ContainerAnnotations(pod, c, in.RestartCount),
+		Annotations: containerAnnotations(pod, c, in.RestartCount, in.Annotations),
 		Devices:     in.Devices,
+		CDIDevices:  cdiDevices(in.CDIDevices),
 		Mounts:      mounts,
 		LogPath:     filepath.Join(c.Name, strconv.Itoa(in.RestartCount)+".log"),
 		Stdin:       c.Stdin,
@@ -122,12 +150,20 @@ func ContainerLabels(pod *corev1.Pod, c *corev1.Container) map[string]string {
 // count, termination message settings, grace periods, the preStop handler
 // and the ports, as JSON.
 func ContainerAnnotations(pod *corev1.Pod, c *corev1.Container, restartCount int) map[string]string {
-	a := map[string]string{
-		AnnotationContainerHash:            strconv.FormatUint(HashContainer(c), 16),
-		AnnotationContainerRestartCount:    strconv.Itoa(restartCount),
-		AnnotationTerminationMessagePath:   c.TerminationMessagePath,
-		AnnotationTerminationMessagePolicy: string(c.TerminationMessagePolicy),
+	return containerAnnotations(pod, c, restartCount, nil)
+}
+
+// containerAnnotations is kubelet's newContainerAnnotations: the device
+// plugins' annotations first, kubelet's own set over them.
+func containerAnnotations(pod *corev1.Pod, c *corev1.Container, restartCount int, extra map[string]string) map[string]string {
+	a := make(map[string]string, len(extra)+8)
+	for k, v := range extra {
+		a[k] = v
 	}
+	a[AnnotationContainerHash] = strconv.FormatUint(HashContainer(c), 16)
+	a[AnnotationContainerRestartCount] = strconv.Itoa(restartCount)
+	a[AnnotationTerminationMessagePath] = c.TerminationMessagePath
+	a[AnnotationTerminationMessagePolicy] = string(c.TerminationMessagePolicy)
 	if pod.DeletionGracePeriodSeconds != nil {
 		a[AnnotationPodDeletionGracePeriod] = strconv.FormatInt(*pod.DeletionGracePeriodSeconds, 10)
 	}
@@ -145,6 +181,18 @@ func ContainerAnnotations(pod *corev1.Pod, c *corev1.Container, restartCount int
 		}
 	}
 	return a
+}
+
+// cdiDevices is kubelet's makeCDIDevices.
+func cdiDevices(names []string) []*runtimeapi.CDIDevice {
+	if len(names) == 0 {
+		return nil
+	}
+	out := make([]*runtimeapi.CDIDevice, len(names))
+	for i, n := range names {
+		out[i] = &runtimeapi.CDIDevice{Name: n}
+	}
+	return out
 }
 
 // CRIMounts converts mounts (from mounts.Make) to CRI mounts. SELinux

@@ -532,6 +532,34 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
+// TestResourceClaimsWithDRA: on a node with a DRA manager
+// (Node.DynamicResourceAllocation), resource claims are built like any
+// other pod; the CDI devices and annotations the devices add reach the
+// config, kubelet's annotations winning.
+func TestResourceClaimsWithDRA(t *testing.T) {
+	p := testPod(func(p *corev1.Pod) {
+		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu"}}
+		p.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+	})
+	n := node()
+	n.DynamicResourceAllocation = true
+	if _, err := SandboxConfig(p, 0, n); err != nil {
+		t.Fatalf("sandbox: %v", err)
+	}
+	cfg, err := ContainerConfig(Container{Pod: p, Container: &p.Spec.Containers[0], ImageUser: ImageUser{UID: ptr(int64(1))},
+		CDIDevices:  []string{"dra.example.com/gpu=gpu-0"},
+		Annotations: map[string]string{"x": "y", AnnotationContainerRestartCount: "7"}}, n)
+	if err != nil {
+		t.Fatalf("container: %v", err)
+	}
+	if len(cfg.CDIDevices) != 1 || cfg.CDIDevices[0].Name != "dra.example.com/gpu=gpu-0" {
+		t.Errorf("CDI devices %v", cfg.CDIDevices)
+	}
+	if cfg.Annotations["x"] != "y" || cfg.Annotations[AnnotationContainerRestartCount] != "0" {
+		t.Errorf("annotations %v", cfg.Annotations)
+	}
+}
+
 // TestWindowsOptionsIgnoredOnLinux: kubelet v1.37.2 on Linux reads no
 // windowsOptions (generatePodSandboxWindowsConfig runs on Windows only):
 // the e2e suite's registry pod (a hostProcess container with hostNetwork,

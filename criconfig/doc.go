@@ -76,7 +76,8 @@
 //     message) or without a Node.UserNamespaceMapper; with both, the
 //     sandbox and containers get the pod's mapping (mode POD) and every
 //     mount is ID-mapped, as kubelet sends them;
-//   - spec.resourceClaims, containers' resources.claims (DRA);
+//   - spec.resourceClaims, containers' resources.claims (DRA) on a node
+//     without a DRA manager (Node.DynamicResourceAllocation);
 //   - volumeDevices (raw block volumes);
 //   - an AppArmor profile other than Unconfined on a node without AppArmor
 //     (Node.AppArmorEnabled), refused before any sandbox as kubelet's
@@ -127,8 +128,9 @@
 //   - Admission checks beyond isolation (unsafe sysctls, node resources)
 //     are the caller's: criconfig builds what kubelet would send once a pod
 //     is admitted.
-//   - Devices from device plugins and CDI, user-namespace
-//     ID mappings and Windows are not built. MemoryQoS is built for
+//   - Devices from device plugins and DRA are the caller's to find
+//     (Container.Devices, CDIDevices, Annotations; podsync.WithDevices);
+//     criconfig only places them. Windows configs are not built. MemoryQoS is built for
 //     containers only: kubelet also sets the pod cgroup's memory.high,
 //     and podstart sets no pod-level cgroup values (see podsync).
 //   - Node allocatable from FromHost is kubelet's default configuration's

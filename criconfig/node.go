@@ -76,6 +76,11 @@ type Node struct {
 	// AppArmorEnabled: the host enforces AppArmor. Without it, kubelet
 	// refuses every profile but Unconfined.
 	AppArmorEnabled bool
+	// DynamicResourceAllocation says the node prepares DRA resource
+	// claims (a DRA manager feeds podsync.WithDevices and the pod worker
+	// waits for the claims); without it, spec.resourceClaims and
+	// containers' resources.claims are refused by name.
+	DynamicResourceAllocation bool
 	// SupplementalGroupsPolicyStrict: the runtime reports support for the
 	// Strict supplemental-groups policy.
 	SupplementalGroupsPolicyStrict bool

@@ -10,7 +10,7 @@ import (
 var Refusals = []string{
 	"spec.os.name: windows (podstart runs Linux containers only)",
 	"spec.hostUsers: false on a runtime without user namespaces or a node without a UserNamespaceMapper",
-	"spec.resourceClaims and containers[*].resources.claims (dynamic resource allocation)",
+	"spec.resourceClaims and containers[*].resources.claims (dynamic resource allocation) on a node without a DRA manager (Node.DynamicResourceAllocation)",
 	"containers[*].volumeDevices (raw block volumes)",
 	"securityContext.appArmorProfile other than Unconfined on a node without AppArmor (Node.AppArmorEnabled)",
 	"spec.securityContext.supplementalGroupsPolicy: Strict on a runtime that does not report it (Node.SupplementalGroupsPolicyStrict)",
@@ -25,7 +25,7 @@ func checkPod(pod *corev1.Pod, node Node) error {
 	if pod.Spec.OS != nil && pod.Spec.OS.Name == corev1.Windows {
 		return unsupported("spec.os.name: %q: podstart runs Linux containers only", pod.Spec.OS.Name)
 	}
-	if len(pod.Spec.ResourceClaims) > 0 {
+	if len(pod.Spec.ResourceClaims) > 0 && !node.DynamicResourceAllocation {
 		return unsupported("spec.resourceClaims: dynamic resource allocation is not supported")
 	}
 	// kubelet's AppArmor admission refuses the whole pod, before any
@@ -70,7 +70,7 @@ func checkContainer(pod *corev1.Pod, c *corev1.Container, node Node) error {
 	if len(c.VolumeDevices) > 0 {
 		return unsupported("container %q volumeDevices: raw block volumes are not supported", c.Name)
 	}
-	if len(c.Resources.Claims) > 0 {
+	if len(c.Resources.Claims) > 0 && !node.DynamicResourceAllocation {
 		return unsupported("container %q resources.claims: dynamic resource allocation is not supported", c.Name)
 	}
 	return nil

@@ -359,9 +359,30 @@ func restartCountFromLogs(dir string) int {
 // containerConfig is kubelet's generateContainerConfig: the environment,
 // the mounts and the image's user, then criconfig.ContainerConfig.
 func (s *Syncer) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, restartCount int, imageRef string, podIPs []string, in *podInputs) (*runtimeapi.ContainerConfig, error) {
+	var res criconfig.DeviceOptions
+	if s.o.devices != nil {
+		r, err := s.o.devices.DeviceOptions(ctx, pod, c)
+		if err != nil {
+			return nil, err
+		}
+		res = r
+	}
 	envs, envMap, err := s.environment(ctx, pod, c, podIPs, in)
 	if err != nil {
 		return nil, err
+	}
+	if len(res.Env) > 0 {
+		// Kubelet's opts.Envs: the devices' variables first, the
+		// container's appended; subPathExpr sees them all.
+		envs = append(append(make([]criconfig.EnvVar, 0, len(res.Env)+len(envs)), res.Env...), envs...)
+		m := make(map[string]string, len(envMap)+len(res.Env))
+		for _, e := range res.Env {
+			m[e.Name] = e.Value
+		}
+		for k, v := range envMap {
+			m[k] = v
+		}
+		envMap = m
 	}
 	vols, err := in.volumes()
 	if err != nil {
@@ -380,8 +401,12 @@ func (s *Syncer) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1
 	if err != nil {
 		return nil, err
 	}
+	criMounts := criconfig.CRIMounts(ms, s.o.node.SELinuxEnabled)
+	if len(res.Mounts) > 0 {
+		criMounts = append(append(make([]*runtimeapi.Mount, 0, len(res.Mounts)+len(criMounts)), res.Mounts...), criMounts...)
+	}
 	return criconfig.ContainerConfig(criconfig.Container{Pod: pod, Container: c, RestartCount: restartCount, ImageRef: imageRef,
-		ImageUser: user, Env: envs, Mounts: criconfig.CRIMounts(ms, s.o.node.SELinuxEnabled)}, s.o.node)
+		ImageUser: user, Env: envs, Mounts: criMounts, Devices: res.Devices, CDIDevices: res.CDIDevices, Annotations: res.Annotations}, s.o.node)
 }
 
 // imageUser is kubelet's getImageUser: the image's user from ImageStatus.

@@ -58,6 +58,7 @@ type options struct {
 	httpClient   *http.Client
 	trace        func(Step)
 	mounter      mounts.Mounter
+	devices      Devices
 }
 
 // Defaults, as kubelet's.
@@ -103,6 +104,23 @@ func WithVolumes(v VolumeProvider) Option { return func(o *options) { o.volumes 
 // mounts.HostMounter). Tests without the privilege to mount pass
 // mounts/fake's.
 func WithMounter(m mounts.Mounter) Option { return func(o *options) { o.mounter = m } }
+
+// Devices supplies what a node's device plugins and DRA drivers add to a
+// container (kubelet's containerManager.GetResources):
+// devices, CDI device names, mounts, environment and annotations. An
+// error fails the container's start (CreateContainerConfigError), as
+// kubelet's GenerateRunContainerOptions does.
+type Devices interface {
+	DeviceOptions(ctx context.Context, pod *corev1.Pod, c *corev1.Container) (criconfig.DeviceOptions, error)
+}
+
+// WithDevices sets where containers' devices come from
+// (default: none). Without it, nothing is added, and a pod that asks for
+// devices must be refused before it reaches the Syncer (admission:
+// extended resources the node does not have; criconfig: resource claims).
+func WithDevices(d Devices) Option {
+	return func(o *options) { o.devices = d }
+}
 
 // WithEnvResolver resolves valueFrom and envFrom.
 func WithEnvResolver(r EnvResolver) Option { return func(o *options) { o.env = r } }
