@@ -402,8 +402,10 @@ func (a *agent) podChanged(obj any) {
 		err = a.workers.Delete(pod, pod.DeletionGracePeriodSeconds)
 	} else {
 		// Admission (kubelet's, podworker.WithAdmission) runs before the
-		// pod's first sync; a rejected pod is never run.
-		if err = a.workers.Upsert(pod); err == nil {
+		// pod's first sync; a rejected pod is never run. Reconcile is
+		// kubelet's pod config: the echo of our own status write (a
+		// status-only change) updates the pod without a sync.
+		if err = a.workers.Reconcile(pod); err == nil {
 			a.watches.setPod(pod)
 		}
 		a.trace(pod, "admitted", 0, false)

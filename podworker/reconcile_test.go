@@ -1,0 +1,112 @@
+package podworker_test
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The echo of the node's own status write is kubelet's RECONCILE: the
+// held pod takes the new status and nothing is synced, however many
+// echoes come. A change of labels (kubelet's UPDATE) syncs, as does an
+// Upsert of the same pod (a caller's resync).
+func TestReconcileStatusEchoDoesNotSync(t *testing.T) {
+	c := newClocked(t)
+	pod := testPod("echo")
+	if err := c.workers.Reconcile(pod); err != nil {
+		t.Fatal(err)
+	}
+	c.runUntil("running", pod.UID, running)
+	c.step(time.Minute)
+	before := c.synced(pod.UID)
+	calls := len(c.rt.Calls())
+	for i := 0; i < 5; i++ {
+		echo := pod.DeepCopy()
+		st, _ := c.workers.Status(pod.UID)
+		echo.Status = st.APIStatus
+		echo.Status.Message = string(rune('a' + i)) // each echo differs
+		echo.Annotations = map[string]string{"kubernetes.io/config.seen": "now"}
+		if err := c.workers.Reconcile(echo); err != nil {
+			t.Fatal(err)
+		}
+		c.step(time.Second)
+	}
+	if got := c.synced(pod.UID) - before; got != 0 {
+		t.Fatalf("%d syncs after five status echoes, want 0", got)
+	}
+	if got := len(c.rt.Calls()) - calls; got != 0 {
+		t.Errorf("%d CRI calls after five status echoes, want 0", got)
+	}
+	if st, _ := c.workers.Status(pod.UID); st.Pod.Status.Message != "e" {
+		t.Errorf("held pod's status message %q, want the last echo's", st.Pod.Status.Message)
+	}
+
+	relabelled := pod.DeepCopy()
+	relabelled.Labels = map[string]string{"tier": "gold"}
+	if err := c.workers.Reconcile(relabelled); err != nil {
+		t.Fatal(err)
+	}
+	c.step(time.Second)
+	if got := c.synced(pod.UID) - before; got != 1 {
+		t.Fatalf("%d syncs after a label change, want 1", got)
+	}
+	if err := c.workers.Upsert(relabelled); err != nil {
+		t.Fatal(err)
+	}
+	c.step(time.Second)
+	if got := c.synced(pod.UID) - before; got != 2 {
+		t.Fatalf("%d syncs after an Upsert, want 2 (Upsert always syncs)", got)
+	}
+}
+
+// A readiness gate set True by another controller is a status-only
+// change that kubelet syncs (NeedToReconcilePodReadiness): the pod's
+// Ready condition follows it.
+func TestReconcileReadinessGate(t *testing.T) {
+	c := newClocked(t)
+	pod := testPod("gated")
+	pod.Spec.InitContainers = nil // a sidecar would make every echo sync, as in kubelet (needsReadinessReconcile)
+	pod.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "example.com/lb"}}
+	if err := c.workers.Reconcile(pod); err != nil {
+		t.Fatal(err)
+	}
+	c.runUntil("running", pod.UID, running)
+	c.step(time.Minute)
+	st, _ := c.workers.Status(pod.UID)
+	if ready(st.APIStatus) {
+		t.Fatal("pod Ready before its readiness gate")
+	}
+	// The echo of that status: Ready False, as it should be: no sync.
+	before := c.synced(pod.UID)
+	echo := pod.DeepCopy()
+	echo.Status = st.APIStatus
+	if err := c.workers.Reconcile(echo); err != nil {
+		t.Fatal(err)
+	}
+	c.step(time.Second)
+	if got := c.synced(pod.UID) - before; got != 0 {
+		t.Fatalf("%d syncs after the echo of a gated pod's status, want 0", got)
+	}
+	gate := echo.DeepCopy()
+	gate.Status.Conditions = append(gate.Status.Conditions, corev1.PodCondition{Type: "example.com/lb", Status: corev1.ConditionTrue})
+	if err := c.workers.Reconcile(gate); err != nil {
+		t.Fatal(err)
+	}
+	c.step(time.Second)
+	if got := c.synced(pod.UID) - before; got != 1 {
+		t.Fatalf("%d syncs after the readiness gate turned True, want 1", got)
+	}
+	if st, _ := c.workers.Status(pod.UID); !ready(st.APIStatus) {
+		t.Errorf("pod not Ready after its gate turned True: %v", st.APIStatus.Conditions)
+	}
+}
+
+func ready(s corev1.PodStatus) bool {
+	for _, c := range s.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
