@@ -77,8 +77,11 @@ func needsReadinessReconcile(pod *corev1.Pod) bool {
 // one held only in its status (kubelet's RECONCILE: the echo of the status
 // the node wrote, a condition another controller set) replaces the held
 // object without a sync, unless a readiness gate's condition now disagrees
-// with the pod's Ready condition (kubelet's NeedToReconcilePodReadiness),
-// which syncs it. Upsert, by contrast, always syncs: a caller's resync.
+// with the pod's Ready condition (kubelet's NeedToReconcilePodReadiness)
+// or the phase the API server holds changed (the status reads it, and a
+// steady pod has no periodic resync here to pick it up, as kubelet's
+// does), which syncs it. Upsert, by contrast, always syncs: a caller's
+// resync.
 func (w *Workers) Reconcile(pod *corev1.Pod) error {
 	if pod == nil {
 		return errors.New("podworker: nil pod")
@@ -89,9 +92,14 @@ func (w *Workers) Reconcile(pod *corev1.Pod) error {
 		w.mu.Unlock()
 		return w.Upsert(pod)
 	}
+	phase := p.pod.Status.Phase
 	p.pod = pod.DeepCopy()
 	p.state.Pod = p.pod
-	if needsReadinessReconcile(pod) {
+	// The phase the API server holds is an input of the status (a
+	// Running pod's resources are read from its cgroup, a terminal phase
+	// is kept): kubelet's periodic resync picks its change up, and a
+	// steady pod here has none, so the change syncs the pod once.
+	if needsReadinessReconcile(pod) || pod.Status.Phase != phase {
 		w.wakeLocked(p)
 	}
 	w.mu.Unlock()

@@ -20,6 +20,18 @@ func TestReconcileStatusEchoDoesNotSync(t *testing.T) {
 	c.runUntil("running", pod.UID, running)
 	c.step(time.Minute)
 	before := c.synced(pod.UID)
+	// The API server's phase turns Running: one sync (the status reads it).
+	st, _ := c.workers.Status(pod.UID)
+	first := pod.DeepCopy()
+	first.Status = st.APIStatus
+	if err := c.workers.Reconcile(first); err != nil {
+		t.Fatal(err)
+	}
+	c.step(time.Second)
+	if got := c.synced(pod.UID) - before; got != 1 {
+		t.Fatalf("%d syncs after the phase the API server holds changed, want 1", got)
+	}
+	before = c.synced(pod.UID)
 	calls := len(c.rt.Calls())
 	for i := 0; i < 5; i++ {
 		echo := pod.DeepCopy()
@@ -68,6 +80,7 @@ func TestReconcileReadinessGate(t *testing.T) {
 	pod := testPod("gated")
 	pod.Spec.InitContainers = nil // a sidecar would make every echo sync, as in kubelet (needsReadinessReconcile)
 	pod.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "example.com/lb"}}
+	pod.Status.Phase = corev1.PodRunning // as the echoes will say: no phase change
 	if err := c.workers.Reconcile(pod); err != nil {
 		t.Fatal(err)
 	}
