@@ -1,0 +1,155 @@
+package podworker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/podstart/podstart/runtime"
+)
+
+// The node-wide relist (kubelet's generic PLEG) and the runtime's
+// container events, which wake the pods that changed.
+
+// Relist relists the node now and wakes the pods that changed.
+func (w *Workers) Relist(ctx context.Context) error {
+	w.mu.Lock()
+	w.gen++
+	gen := w.gen
+	w.mu.Unlock()
+	statuses, changed, err := w.syncer.StatusCache().Relist(ctx)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(changed) > 0 {
+		w.changed = w.o.clock.Now()
+	}
+	for uid, p := range w.pods {
+		if gen > p.relistedGen {
+			p.relisted, p.relistedGen = statuses[uid], gen
+		}
+	}
+	for _, uid := range changed {
+		if p := w.pods[uid]; p != nil {
+			w.wakeLocked(p)
+		}
+	}
+	return nil
+}
+
+// wake syncs a pod soon (a probe result changed).
+func (w *Workers) wake(uid types.UID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if p := w.pods[uid]; p != nil {
+		w.wakeLocked(p)
+	}
+}
+
+// relistLoop relists every relist period, the period counted from the end
+// of the last relist (kubelet's wait.Until), and when an event asks.
+func (w *Workers) relistLoop(armed chan<- struct{}) {
+	defer w.wg.Done()
+	var t clock.Timer
+	var tick <-chan time.Time
+	arm := func() { // w.mu held
+		if w.o.relist <= 0 {
+			return
+		}
+		if t != nil {
+			t.Stop()
+		}
+		d := w.relistPeriodLocked()
+		t = w.o.clock.NewTimer(d)
+		tick = t.C()
+		w.relistAt = w.o.clock.Now().Add(d)
+	}
+	w.mu.Lock()
+	arm()
+	w.mu.Unlock()
+	armed <- struct{}{}
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
+	for {
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-tick:
+		case <-w.relistNow:
+		}
+		w.mu.Lock()
+		w.relistQueued, w.relisting, w.relistAt = false, true, time.Time{}
+		w.mu.Unlock()
+		if err := w.Relist(w.ctx); err != nil && w.ctx.Err() == nil {
+			w.o.logger.V(1).Info("Relist failed", "err", err)
+		}
+		w.mu.Lock()
+		// The next relist one period from the end of this one (kubelet's
+		// wait.Until): the relist period, or the evented one on a quiet
+		// node.
+		arm()
+		w.relisting = false
+		w.idle.Broadcast()
+		w.mu.Unlock()
+	}
+}
+
+// relistPeriodLocked is the period until the next relist: the evented one
+// while events stream and nothing changed for QuietAfter, else the relist
+// period.
+func (w *Workers) relistPeriodLocked() time.Duration {
+	if w.o.quietRelist > w.o.relist && w.streaming && w.o.clock.Since(w.changed) >= QuietAfter {
+		return w.o.quietRelist
+	}
+	return w.o.relist
+}
+
+// streamState notes the event stream opening or ending, both a change:
+// what happened while no stream was open is known only from relists, and
+// events before the stream took effect are lost.
+func (w *Workers) streamState(open bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.streaming, w.changed = open, w.o.clock.Now()
+}
+
+// eventLoop turns the runtime's container events into immediate relists;
+// when the stream ends it is opened again after the relist period.
+func (w *Workers) eventLoop(es runtime.ContainerEventStreamer) {
+	defer w.wg.Done()
+	for w.ctx.Err() == nil {
+		w.streamState(true)
+		err := es.StreamContainerEvents(w.ctx, func(*runtimeapi.ContainerEventResponse) {
+			w.mu.Lock()
+			w.relistQueued = true
+			w.changed = w.o.clock.Now()
+			signal(w.relistNow)
+			w.mu.Unlock()
+		})
+		w.streamState(false)
+		if w.ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, runtime.ErrUnimplemented) {
+			w.o.logger.V(1).Info("The runtime streams no container events; relisting periodically")
+			return
+		}
+		w.o.logger.V(1).Info("Container event stream ended; relisting periodically", "err", err)
+		t := w.o.clock.NewTimer(max(w.o.relist, time.Second))
+		select {
+		case <-w.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
