@@ -283,6 +283,14 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID, e entry) error {
 		}
 		return nil
 	}
+	if apierrors.IsForbidden(err) && e.finished {
+		// The node authorizer's answer for a pod no longer bound to the
+		// node (deleted): kubelet forgets such a status when the pod
+		// leaves its pod manager (RemoveOrphanedStatuses), and the
+		// worker has removed it already.
+		m.drop(uid)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("statusmanager: get pod %s/%s: %w", e.namespace, e.name, err)
 	}

@@ -146,6 +146,38 @@ func TestSyncPodIgnoresNotFound(t *testing.T) {
 	}
 }
 
+// TestRemovedPodForbiddenIsDropped: once the worker removed a pod and
+// its object is gone, the node authorizer answers a GET of it with 403
+// ("no relationship found between node and this object"), not 404. The
+// entry is dropped then, as kubelet's orphaned statuses are, instead of
+// being retried at every sync for ever.
+func TestRemovedPodForbiddenIsDropped(t *testing.T) {
+	c := fake.NewClient()
+	m, _ := newManager(c)
+	pod := testPod()
+	m.OnSync(pod.UID, removed(pod, randomStatus()))
+	c.FailNext("get", apierrors.NewForbidden(corev1.Resource("pods"), pod.Name, errors.New("no relationship found between node and this object")))
+	if err := m.Sync(context.Background(), false); err != nil {
+		t.Fatalf("sync of a removed pod the API server no longer shows us: %v", err)
+	}
+	c.ClearCalls()
+	if _, ok := m.Status(pod.UID); ok {
+		t.Fatal("entry of a removed, forbidden pod kept")
+	}
+	if v := verbs(t, m, c, true); v != "" {
+		t.Errorf("calls after the drop: %s", v)
+	}
+	// A pod still held by the worker keeps its entry through a 403.
+	m.OnSync(pod.UID, state(pod, randomStatus(), true))
+	c.FailNext("get", apierrors.NewForbidden(corev1.Resource("pods"), pod.Name, errors.New("denied")))
+	if err := m.Sync(context.Background(), false); err == nil {
+		t.Error("a 403 for a held pod was not reported")
+	}
+	if _, ok := m.Status(pod.UID); !ok {
+		t.Error("entry of a held pod dropped on a 403")
+	}
+}
+
 // TestSyncPodChecksMismatchedUID is kubelet's: a pod recreated under the
 // same name is not written, and the old pod's entry is dropped.
 func TestSyncPodChecksMismatchedUID(t *testing.T) {
