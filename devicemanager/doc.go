@@ -56,6 +56,10 @@
 // again. A checkpoint that cannot be read (corrupt, or a checksum that does
 // not match) is logged and ignored, as kubelet ignores it.
 //
+// WatcherHandler is kubelet's handler for device plugins that register
+// through the plugin watcher (pluginmanager, type "DevicePlugin") instead
+// of kubelet.sock.
+//
 // GetDevices and GetAllocatableDevices serve the pod-resources API
 // (podresources.WithDevices).
 //
@@ -87,9 +91,9 @@
 //     while its pod sources are not ready (a restart with no checkpoint);
 //     the Manager does not know the runtime: with a checkpoint the
 //     container's devices are kept, without one they are allocated anew.
-//   - The deprecated registration of device plugins through the plugin
-//     watcher (plugins_registry) is not served; plugins register on
-//     kubelet.sock, as every current plugin does.
+//   - Kubelet writes a DEPRECATION file into the device-plugins
+//     directory when it registers its plugin watcher handler; the
+//     WatcherHandler does not.
 //   - The device health of allocated devices in container statuses
 //     (ResourceHealthStatus, alpha) is not reported.
 package devicemanager

@@ -205,3 +205,29 @@ func TestIsExtendedResourceName(t *testing.T) {
 		}
 	}
 }
+
+// The plugin watcher's path (pluginmanager's DevicePlugin handler):
+// validate, register, deregister.
+func TestWatcherHandler(t *testing.T) {
+	h := newHarness(t, shortDir(t))
+	w := h.m.WatcherHandler()
+	if err := w.ValidatePlugin(res, "/x.sock", []string{"v1alpha"}); err == nil || !errors.Is(err, ErrRegistration) {
+		t.Errorf("old version: %v", err)
+	}
+	if err := w.ValidatePlugin("cpu", "/x.sock", []string{pluginapi.Version}); err == nil {
+		t.Error("cpu accepted")
+	}
+	p := &fakePlugin{resource: res, initial: devices(pluginapi.Healthy, "a")}
+	p.serve(t, h.dir, "w.sock")
+	if err := w.ValidatePlugin(res, p.socket, []string{pluginapi.Version}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.RegisterPlugin(context.Background(), res, p.socket, []string{pluginapi.Version}, 0); err != nil {
+		t.Fatal(err)
+	}
+	h.wait(t, 2)
+	checkCapacity(t, h.m, map[string]int64{res: 1}, map[string]int64{res: 1}, nil)
+	w.DeRegisterPlugin(res, p.socket)
+	h.wait(t, 1)
+	checkCapacity(t, h.m, map[string]int64{res: 1}, map[string]int64{res: 0}, nil)
+}
