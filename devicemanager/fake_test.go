@@ -36,6 +36,7 @@ type fakePlugin struct {
 	mu        sync.Mutex
 	allocate  func(ctx context.Context, r *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error)
 	preferred func(ctx context.Context, r *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error)
+	options   func(ctx context.Context) error
 	preStart  func(ctx context.Context, r *pluginapi.PreStartContainerRequest) (*pluginapi.PreStartContainerResponse, error)
 	calls     []string
 	allocated [][]string
@@ -48,8 +49,13 @@ func (p *fakePlugin) record(call string) {
 	p.mu.Unlock()
 }
 
-func (p *fakePlugin) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*pluginapi.DevicePluginOptions, error) {
+func (p *fakePlugin) GetDevicePluginOptions(ctx context.Context, _ *pluginapi.Empty) (*pluginapi.DevicePluginOptions, error) {
 	p.record("GetDevicePluginOptions")
+	if p.options != nil {
+		if err := p.options(ctx); err != nil {
+			return nil, err
+		}
+	}
 	o := p.opts
 	return &o, nil
 }

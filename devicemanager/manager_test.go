@@ -231,3 +231,26 @@ func TestWatcherHandler(t *testing.T) {
 	h.wait(t, 1)
 	checkCapacity(t, h.m, map[string]int64{res: 1}, map[string]int64{res: 0}, nil)
 }
+
+// A plugin that hangs in GetDevicePluginOptions: its Register call's
+// context ends the wait (kubelet asks under the Register call's
+// context); nothing is registered and no goroutine is left (TestMain).
+func TestPluginHangsInOptions(t *testing.T) {
+	h := newHarness(t, shortDir(t))
+	entered := make(chan struct{}, 1)
+	p := &fakePlugin{resource: res, options: func(ctx context.Context) error {
+		entered <- struct{}{}
+		<-ctx.Done()
+		return ctx.Err()
+	}}
+	p.serve(t, h.dir, "hang.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- p.register(ctx, h.m, pluginapi.Version) }()
+	<-entered
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("Register of a hung plugin succeeded")
+	}
+	checkCapacity(t, h.m, map[string]int64{}, map[string]int64{}, nil)
+}
