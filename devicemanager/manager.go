@@ -196,7 +196,9 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s := grpc.NewServer()
+	// Stop waits for Register calls in flight, so none connects a plugin
+	// after Stop returns.
+	s := grpc.NewServer(grpc.WaitForHandlers(true))
 	pluginapi.RegisterRegistrationServer(s, m)
 	m.mu.Lock()
 	if m.stopped {
