@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
@@ -111,5 +112,27 @@ func TestCheckpointWritten(t *testing.T) {
 	}
 	if got := h.m.GetDevices("u1", "a"); len(got) != 1 || got[0].Topology.Nodes[0].ID != 1 {
 		t.Errorf("GetDevices %v", got)
+	}
+}
+
+// A checkpoint entry whose Allocate answer would be refused from a plugin
+// is dropped at Start (the rest is kept).
+func TestCheckpointEntryValidated(t *testing.T) {
+	dir := shortDir(t)
+	good, _ := proto.Marshal(&pluginapi.ContainerAllocateResponse{Envs: map[string]string{"A": "1"}})
+	bad, _ := proto.Marshal(&pluginapi.ContainerAllocateResponse{CdiDevices: []*pluginapi.CDIDevice{{Name: "../../x"}}})
+	err := checkpoint.Write(dir, checkpoint.Checkpoint{Entries: []checkpoint.PodDevicesEntry{
+		{PodUID: "u1", ContainerName: "a", ResourceName: res, DeviceIDs: checkpoint.DevicesPerNUMA{-1: {"d0"}}, AllocResp: good},
+		{PodUID: "u2", ContainerName: "a", ResourceName: res, DeviceIDs: checkpoint.DevicesPerNUMA{-1: {"d1"}}, AllocResp: bad},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, dir)
+	if got := h.m.GetDevices("u1", "a"); len(got) != 1 {
+		t.Errorf("valid entry: %v", got)
+	}
+	if got := h.m.GetDevices("u2", "a"); len(got) != 0 {
+		t.Errorf("invalid entry kept: %v", got)
 	}
 }

@@ -54,7 +54,8 @@
 // never gives them to another pod. Its resources come back with a stopped
 // endpoint: deleted after the grace period unless their plugin registers
 // again. A checkpoint that cannot be read (corrupt, or a checksum that does
-// not match) is logged and ignored, as kubelet ignores it.
+// not match) is logged and ignored, as kubelet ignores it; an entry whose
+// Allocate answer would be refused from a plugin is dropped.
 //
 // WatcherHandler is kubelet's handler for device plugins that register
 // through the plugin watcher (pluginmanager, type "DevicePlugin") instead

@@ -2,6 +2,7 @@ package devicemanager
 
 import (
 	"errors"
+	"fmt"
 	"sort"
 
 	"google.golang.org/protobuf/proto"
@@ -145,6 +146,10 @@ func (m *Manager) readCheckpoint() error {
 		resp := &pluginapi.ContainerAllocateResponse{}
 		if err := proto.Unmarshal(e.AllocResp, resp); err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if err := validateResponse(resp); err != nil {
+			errs = append(errs, fmt.Errorf("checkpoint entry of pod %s container %s: %w", e.PodUID, e.ContainerName, err))
 			continue
 		}
 		m.pods.insert(e.PodUID, e.ContainerName, e.ResourceName, e.DeviceIDs, resp)
