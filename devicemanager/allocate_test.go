@@ -30,7 +30,7 @@ func rejection(t *testing.T, err error) *admission.Rejection {
 
 func TestAdmitAllocatesAndRejects(t *testing.T) {
 	h := newHarness(t, shortDir(t))
-	p := h.plugin(t, res, "dongle.sock", devices(pluginapi.Healthy, "d0", "d1", "d2"), pluginapi.DevicePluginOptions{})
+	p := h.plugin(t, res, "dongle.sock", devices(pluginapi.Healthy, "d0", "d1", "d2"), &pluginapi.DevicePluginOptions{})
 	ctx := context.Background()
 	p1 := podWith("u1", ctr("a", map[string]int64{res: 2, "cpu": 1}))
 	if err := h.m.Admit(ctx, p1, nil); err != nil {
@@ -82,7 +82,7 @@ func TestAdmitAllocatesAndRejects(t *testing.T) {
 
 func TestAdmitErrors(t *testing.T) {
 	h := newHarness(t, shortDir(t))
-	h.plugin(t, res, "dongle.sock", devices(pluginapi.Unhealthy, "d0"), pluginapi.DevicePluginOptions{})
+	h.plugin(t, res, "dongle.sock", devices(pluginapi.Unhealthy, "d0"), &pluginapi.DevicePluginOptions{})
 	err := h.m.Admit(context.Background(), podWith("u1", ctr("a", map[string]int64{res: 1})), nil)
 	if got, want := rejection(t, err).Message(), "Allocate failed due to no healthy devices present; cannot allocate unhealthy devices example.com/dongle, which is unexpected"; got != want {
 		t.Errorf("message %q", got)
@@ -97,7 +97,7 @@ func TestAdmitErrors(t *testing.T) {
 // sidecar's are not.
 func TestInitContainerDevicesReused(t *testing.T) {
 	h := newHarness(t, shortDir(t))
-	p := h.plugin(t, res, "dongle.sock", devices(pluginapi.Healthy, "d0", "d1", "d2", "d3"), pluginapi.DevicePluginOptions{})
+	p := h.plugin(t, res, "dongle.sock", devices(pluginapi.Healthy, "d0", "d1", "d2", "d3"), &pluginapi.DevicePluginOptions{})
 	always := corev1.ContainerRestartPolicyAlways
 	side := ctr("side", map[string]int64{res: 1})
 	side.RestartPolicy = &always
@@ -128,7 +128,7 @@ func TestInitContainerDevicesReused(t *testing.T) {
 // are ignored.
 func TestPreferredAllocation(t *testing.T) {
 	h := newHarness(t, shortDir(t))
-	p := &fakePlugin{resource: res, initial: devices(pluginapi.Healthy, "d0", "d1", "d2", "d3"), opts: pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true}}
+	p := &fakePlugin{resource: res, initial: devices(pluginapi.Healthy, "d0", "d1", "d2", "d3"), opts: &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true}}
 	var req *pluginapi.ContainerPreferredAllocationRequest
 	p.preferred = func(_ context.Context, r *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
 		req = r.ContainerRequests[0]
@@ -237,7 +237,7 @@ func TestAllocateHangs(t *testing.T) {
 // its timeout.
 func TestPreStartContainer(t *testing.T) {
 	h := newHarness(t, shortDir(t), WithPreStartContainerTimeout(50*time.Millisecond))
-	p := &fakePlugin{resource: res, initial: devices(pluginapi.Healthy, "d0", "d1"), opts: pluginapi.DevicePluginOptions{PreStartRequired: true}}
+	p := &fakePlugin{resource: res, initial: devices(pluginapi.Healthy, "d0", "d1"), opts: &pluginapi.DevicePluginOptions{PreStartRequired: true}}
 	p.serve(t, h.dir, "dongle.sock")
 	if err := p.register(context.Background(), h.m, pluginapi.Version); err != nil {
 		t.Fatal(err)
@@ -278,7 +278,7 @@ func TestDeviceOptionsReallocates(t *testing.T) {
 	if err := h.m.Admit(context.Background(), pod, nil); err != nil {
 		t.Fatal(err) // not a device plugin resource yet
 	}
-	p := h.plugin(t, res, "dongle.sock", devices(pluginapi.Healthy, "d0"), pluginapi.DevicePluginOptions{})
+	p := h.plugin(t, res, "dongle.sock", devices(pluginapi.Healthy, "d0"), &pluginapi.DevicePluginOptions{})
 	opts, err := h.m.DeviceOptions(context.Background(), pod, &pod.Spec.Containers[0])
 	if err != nil {
 		t.Fatal(err)
@@ -335,7 +335,7 @@ func TestDeviceOptionsMerge(t *testing.T) {
 
 func TestUpdatePluginResources(t *testing.T) {
 	h := newHarness(t, shortDir(t))
-	h.plugin(t, res, "dongle.sock", devices(pluginapi.Healthy, "d0", "d1"), pluginapi.DevicePluginOptions{})
+	h.plugin(t, res, "dongle.sock", devices(pluginapi.Healthy, "d0", "d1"), &pluginapi.DevicePluginOptions{})
 	pod := podWith("u1", ctr("a", map[string]int64{res: 2}))
 	if err := h.m.Admit(context.Background(), pod, nil); err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ func BenchmarkAdmit500Pods(b *testing.B) {
 	for i := range ids {
 		ids[i] = fmt.Sprintf("dev-%02d", i)
 	}
-	h.plugin(b, res, "dongle.sock", devices(pluginapi.Healthy, ids...), pluginapi.DevicePluginOptions{})
+	h.plugin(b, res, "dongle.sock", devices(pluginapi.Healthy, ids...), &pluginapi.DevicePluginOptions{})
 	pods := make([]*corev1.Pod, 500)
 	ctx := context.Background()
 	b.ReportAllocs()

@@ -20,7 +20,7 @@ import (
 func TestRestartKeepsAllocations(t *testing.T) {
 	dir := shortDir(t)
 	h := newHarness(t, dir)
-	p := h.plugin(t, res, "dongle.sock", devices(pluginapi.Healthy, "d0", "d1", "d2"), pluginapi.DevicePluginOptions{})
+	p := h.plugin(t, res, "dongle.sock", devices(pluginapi.Healthy, "d0", "d1", "d2"), &pluginapi.DevicePluginOptions{})
 	running := podWith("u1", ctr("a", map[string]int64{res: 2}))
 	ctx := context.Background()
 	if err := h.m.Admit(ctx, running, nil); err != nil {
@@ -44,7 +44,7 @@ func TestRestartKeepsAllocations(t *testing.T) {
 	if !reflect.DeepEqual(before, after) {
 		t.Errorf("options after restart %+v, before %+v", after, before)
 	}
-	p2 := h2.plugin(t, res, "dongle-2.sock", devices(pluginapi.Healthy, "d0", "d1", "d2"), pluginapi.DevicePluginOptions{})
+	p2 := h2.plugin(t, res, "dongle-2.sock", devices(pluginapi.Healthy, "d0", "d1", "d2"), &pluginapi.DevicePluginOptions{})
 	if err := h2.m.Admit(ctx, podWith("u2", ctr("a", map[string]int64{res: 1})), []*corev1.Pod{running}); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestRestartKeepsAllocations(t *testing.T) {
 func TestRestartWithoutPlugin(t *testing.T) {
 	dir := shortDir(t)
 	h := newHarness(t, dir)
-	h.plugin(t, res, "dongle.sock", devices(pluginapi.Healthy, "d0"), pluginapi.DevicePluginOptions{})
+	h.plugin(t, res, "dongle.sock", devices(pluginapi.Healthy, "d0"), &pluginapi.DevicePluginOptions{})
 	h.m.Stop()
 	h2 := newHarness(t, dir)
 	h2.clock.Step(EndpointStopGracePeriod + 1)
@@ -96,7 +96,7 @@ func TestCorruptCheckpoint(t *testing.T) {
 // The checkpoint is written on allocation, with the plugin's answer.
 func TestCheckpointWritten(t *testing.T) {
 	h := newHarness(t, shortDir(t))
-	h.plugin(t, res, "dongle.sock", []*pluginapi.Device{{ID: "d0", Health: pluginapi.Healthy, Topology: &pluginapi.TopologyInfo{Nodes: []*pluginapi.NUMANode{{ID: 1}}}}}, pluginapi.DevicePluginOptions{})
+	h.plugin(t, res, "dongle.sock", []*pluginapi.Device{{ID: "d0", Health: pluginapi.Healthy, Topology: &pluginapi.TopologyInfo{Nodes: []*pluginapi.NUMANode{{ID: 1}}}}}, &pluginapi.DevicePluginOptions{})
 	if err := h.m.Admit(context.Background(), podWith("u1", ctr("a", map[string]int64{res: 1})), nil); err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ type fakePlugin struct {
 	pluginapi.UnimplementedDevicePluginServer
 	resource, socket string
 	endpoint         string // registered endpoint (default: the socket's name)
-	opts             pluginapi.DevicePluginOptions
+	opts             *pluginapi.DevicePluginOptions
 	server           *grpc.Server
 	updates          chan []*pluginapi.Device
 	initial          []*pluginapi.Device
@@ -56,8 +56,11 @@ func (p *fakePlugin) GetDevicePluginOptions(ctx context.Context, _ *pluginapi.Em
 			return nil, err
 		}
 	}
-	o := p.opts
-	return &o, nil
+	o := &pluginapi.DevicePluginOptions{}
+	if p.opts != nil {
+		o.PreStartRequired, o.GetPreferredAllocationAvailable = p.opts.PreStartRequired, p.opts.GetPreferredAllocationAvailable
+	}
+	return o, nil
 }
 
 func (p *fakePlugin) ListAndWatch(_ *pluginapi.Empty, s pluginapi.DevicePlugin_ListAndWatchServer) error {
@@ -166,7 +169,7 @@ func (p *fakePlugin) register(ctx context.Context, m *Manager, version string) e
 		ep = filepath.Base(p.socket)
 	}
 	_, err = pluginapi.NewRegistrationClient(conn).Register(ctx, &pluginapi.RegisterRequest{
-		Version: version, Endpoint: ep, ResourceName: p.resource, Options: &p.opts,
+		Version: version, Endpoint: ep, ResourceName: p.resource, Options: p.opts,
 	})
 	return err
 }
@@ -219,7 +222,7 @@ func (h *harness) wait(t testing.TB, n int) {
 
 // plugin serves and registers a plugin of resource with devices, and
 // waits for its registration and first device list.
-func (h *harness) plugin(t testing.TB, resource, name string, devs []*pluginapi.Device, opts pluginapi.DevicePluginOptions) *fakePlugin {
+func (h *harness) plugin(t testing.TB, resource, name string, devs []*pluginapi.Device, opts *pluginapi.DevicePluginOptions) *fakePlugin {
 	t.Helper()
 	p := &fakePlugin{resource: resource, initial: devs, opts: opts}
 	p.serve(t, h.dir, name)

@@ -45,7 +45,7 @@ func checkCapacity(t *testing.T, m *Manager, wantCap, wantAlloc map[string]int64
 
 func TestRegisterAndCapacity(t *testing.T) {
 	h := newHarness(t, shortDir(t))
-	p := h.plugin(t, res, "dongle.sock", append(devices(pluginapi.Healthy, "a", "b"), devices(pluginapi.Unhealthy, "c")...), pluginapi.DevicePluginOptions{})
+	p := h.plugin(t, res, "dongle.sock", append(devices(pluginapi.Healthy, "a", "b"), devices(pluginapi.Unhealthy, "c")...), &pluginapi.DevicePluginOptions{})
 	checkCapacity(t, h.m, map[string]int64{res: 3}, map[string]int64{res: 2}, nil)
 
 	// The plugin reports a device unhealthy, then adds one.
@@ -90,7 +90,7 @@ func TestRegisterRefused(t *testing.T) {
 // unhealthy, for the grace period, then the resource is deleted.
 func TestPluginDiesGracePeriod(t *testing.T) {
 	h := newHarness(t, shortDir(t))
-	p := h.plugin(t, res, "dongle.sock", devices(pluginapi.Healthy, "a", "b"), pluginapi.DevicePluginOptions{})
+	p := h.plugin(t, res, "dongle.sock", devices(pluginapi.Healthy, "a", "b"), &pluginapi.DevicePluginOptions{})
 	p.server.Stop()
 	h.wait(t, 1) // disconnected
 	checkCapacity(t, h.m, map[string]int64{res: 2}, map[string]int64{res: 0}, nil)
@@ -113,11 +113,11 @@ func TestPluginDiesGracePeriod(t *testing.T) {
 // allocations follow the new plugin.
 func TestReRegistration(t *testing.T) {
 	h := newHarness(t, shortDir(t))
-	old := h.plugin(t, res, "dongle.sock", devices(pluginapi.Healthy, "a", "b"), pluginapi.DevicePluginOptions{})
+	old := h.plugin(t, res, "dongle.sock", devices(pluginapi.Healthy, "a", "b"), &pluginapi.DevicePluginOptions{})
 	old.server.Stop()
 	h.wait(t, 1)
 	h.clock.Step(time.Minute)
-	p := h.plugin(t, res, "dongle-2.sock", devices(pluginapi.Healthy, "a", "b", "c"), pluginapi.DevicePluginOptions{})
+	p := h.plugin(t, res, "dongle-2.sock", devices(pluginapi.Healthy, "a", "b", "c"), &pluginapi.DevicePluginOptions{})
 	h.clock.Step(EndpointStopGracePeriod)
 	checkCapacity(t, h.m, map[string]int64{res: 3}, map[string]int64{res: 3}, nil)
 	if err := h.m.Admit(context.Background(), podWith("u1", ctr("c", map[string]int64{res: 3})), nil); err != nil {
@@ -132,8 +132,8 @@ func TestReRegistration(t *testing.T) {
 // serves when the other goes.
 func TestSecondEndpointTakesOver(t *testing.T) {
 	h := newHarness(t, shortDir(t))
-	a := h.plugin(t, res, "a.sock", devices(pluginapi.Healthy, "a"), pluginapi.DevicePluginOptions{})
-	b := h.plugin(t, res, "b.sock", devices(pluginapi.Healthy, "b"), pluginapi.DevicePluginOptions{})
+	a := h.plugin(t, res, "a.sock", devices(pluginapi.Healthy, "a"), &pluginapi.DevicePluginOptions{})
+	b := h.plugin(t, res, "b.sock", devices(pluginapi.Healthy, "b"), &pluginapi.DevicePluginOptions{})
 	b.server.Stop()
 	h.wait(t, 1)
 	h.clock.Step(EndpointStopGracePeriod + time.Second)
@@ -151,7 +151,7 @@ func TestSecondEndpointTakesOver(t *testing.T) {
 // gone.
 func TestStop(t *testing.T) {
 	h := newHarness(t, shortDir(t))
-	h.plugin(t, res, "dongle.sock", devices(pluginapi.Healthy, "a"), pluginapi.DevicePluginOptions{})
+	h.plugin(t, res, "dongle.sock", devices(pluginapi.Healthy, "a"), &pluginapi.DevicePluginOptions{})
 	h.m.Stop()
 	checkCapacity(t, h.m, map[string]int64{res: 1}, map[string]int64{res: 0}, nil)
 	if _, err := os.Stat(h.m.SocketPath()); !errors.Is(err, os.ErrNotExist) {
@@ -183,7 +183,7 @@ func TestStartCleansSockets(t *testing.T) {
 func TestHostileDeviceIDs(t *testing.T) {
 	h := newHarness(t, shortDir(t))
 	ids := []string{"ok", "", "bad\nline", strings.Repeat("x", MaxDeviceIDLength+1), "esc\x1b[31m", "fine-2"}
-	h.plugin(t, res, "dongle.sock", devices(pluginapi.Healthy, ids...), pluginapi.DevicePluginOptions{})
+	h.plugin(t, res, "dongle.sock", devices(pluginapi.Healthy, ids...), &pluginapi.DevicePluginOptions{})
 	checkCapacity(t, h.m, map[string]int64{res: 2}, map[string]int64{res: 2}, nil)
 }
 
