@@ -100,6 +100,18 @@ var rules = map[string]rule{
 	// library as a user's agent would use it.
 	"bench/...": {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes", clientGo}},
 
+	// devicemanager: kubelet's device manager (issue 39), floor 6 beside
+	// volumemanager: one node concern (plugins' devices, allocation,
+	// checkpoint) whose admit handler is admission's and whose container
+	// options are criconfig's; its checkpoint package keeps kubelet's
+	// type names (they are in the checksum) and needs no gRPC.
+	"devicemanager":            {module: []string{"admission", "criconfig", "devicemanager/checkpoint"}, forbid: heavyDeps},
+	"devicemanager/checkpoint": {forbid: append([]string{grpc, "google.golang.org/protobuf", "k8s.io/cri-api"}, heavyDeps...)},
+	// podresources: the pod-resources gRPC API, a node API server (floor
+	// 8 beside nodeapi) over small providers: it imports nothing of the
+	// module.
+	"podresources": {forbid: heavyDeps},
+
 	// csi: the CSI node client and driver registry (issue 38), floor 4;
 	// csi/fake: a CSI node driver for tests.
 	"csi":      {module: []string{"internal/...", "validation"}, forbid: heavyDeps},

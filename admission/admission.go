@@ -100,6 +100,19 @@ type Config struct {
 	// manager's admit handler before all others (eviction.Manager.Admit,
 	// wrapped).
 	Before []Handler
+	// Resources are handlers run after the sysctls and before the
+	// predicates, in order: kubelet's allocate-resources admit handler
+	// (its topology manager calling the device, CPU and memory managers'
+	// Allocate for each container) sits there. devicemanager.Manager.Admit
+	// is one.
+	Resources []Handler
+	// UpdatePluginResources, when set, adjusts the node the predicates
+	// check the pod against (kubelet's predicate handler calls its
+	// container manager's UpdatePluginResources there: allocatable of
+	// device resources raised to the devices already given to the pod).
+	// devicemanager.Manager.UpdatePluginResources is one. It is not
+	// applied to a node read again fresh, as kubelet's is not.
+	UpdatePluginResources func(pod *corev1.Pod, node *corev1.Node) *corev1.Node
 }
 
 // Admitter runs kubelet's admit handlers, in kubelet's order, for pods new
@@ -141,8 +154,14 @@ func (a *Admitter) Admit(ctx context.Context, pod *corev1.Pod, admitted []*corev
 	if err := a.cfg.Sysctls.Admit(pod); err != nil {
 		return err
 	}
-	// Kubelet's topology manager (policy "none", its default) and its
-	// device, CPU and memory managers (policies "none") admit every pod.
+	// Kubelet's topology manager (policy "none", its default) calls its
+	// device, CPU and memory managers' Allocate (CPU and memory policies
+	// "none" admit every pod): Config.Resources.
+	for _, h := range a.cfg.Resources {
+		if err := h(ctx, pod, others); err != nil {
+			return asRejection(err)
+		}
+	}
 	if err := a.predicates(ctx, pod, others); err != nil {
 		return err
 	}
@@ -169,6 +188,11 @@ func (a *Admitter) predicates(ctx context.Context, pod *corev1.Pod, others []*co
 	}
 	if err := SupplementalGroupsPolicy(pod, node); err != nil {
 		return err
+	}
+	if a.cfg.UpdatePluginResources != nil {
+		if n := a.cfg.UpdatePluginResources(pod, node); n != nil {
+			node = n
+		}
 	}
 	err = GeneralPredicates(pod, node, others)
 	var r *Rejection

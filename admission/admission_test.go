@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -373,6 +374,62 @@ func TestAdmitterOrderAndFreshNode(t *testing.T) {
 	// No node: InvalidNodeInfo.
 	failNode = true
 	wantRejection(t, a.Admit(ctx, testPod("t"), nil), "InvalidNodeInfo", "Kubelet cannot get node info.")
+}
+
+// Config.Resources run after the sysctls and before the predicates;
+// Config.UpdatePluginResources adjusts the node the predicates see.
+func TestAdmitterResourcesSlot(t *testing.T) {
+	allow, err := NewSysctlAllowlist(SafeSysctls("6.1.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := testNode()
+	node.Status.Allocatable["example.com/dongle"] = resource.MustParse("1")
+	var order []string
+	var allocErr error
+	a, err := New(Config{
+		Node:    func(context.Context, bool) (*corev1.Node, error) { return node, nil },
+		Sysctls: allow,
+		Resources: []Handler{func(_ context.Context, pod *corev1.Pod, admitted []*corev1.Pod) error {
+			order = append(order, "resources:"+pod.Name)
+			return allocErr
+		}},
+		UpdatePluginResources: func(pod *corev1.Pod, n *corev1.Node) *corev1.Node {
+			order = append(order, "update:"+pod.Name)
+			c := n.DeepCopy()
+			c.Status.Allocatable["example.com/dongle"] = resource.MustParse("2")
+			return c
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	two := testPod("two", func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"example.com/dongle": resource.MustParse("2")}
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{"example.com/dongle": resource.MustParse("2")}
+	})
+	// Admitted: the predicates saw the updated allocatable (2, not 1).
+	wantRejection(t, a.Admit(ctx, two, nil), "", "")
+	if want := []string{"resources:two", "update:two"}; !reflect.DeepEqual(order, want) {
+		t.Errorf("order %v, want %v", order, want)
+	}
+	// A sysctl refusal comes before the Resources handlers.
+	order = nil
+	sys := testPod("sys", func(p *corev1.Pod) {
+		p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.msgmax", Value: "1"}}}
+	})
+	wantRejection(t, a.Admit(ctx, sys, nil), "SysctlForbidden", `forbidden sysctl: "kernel.msgmax" not allowlisted`)
+	if len(order) != 0 {
+		t.Errorf("handlers ran for a sysctl refusal: %v", order)
+	}
+	// A Resources refusal comes before the predicates and keeps its reason.
+	allocErr = Reject(ReasonUnexpectedAdmissionError, "Allocate failed due to x, which is unexpected")
+	order = nil
+	wantRejection(t, a.Admit(ctx, two, nil), "UnexpectedAdmissionError", "Allocate failed due to x, which is unexpected")
+	if want := []string{"resources:two"}; !reflect.DeepEqual(order, want) {
+		t.Errorf("order %v, want %v", order, want)
+	}
 }
 
 type testAdmitError struct{ cause error }

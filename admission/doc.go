@@ -16,9 +16,13 @@
 //     --allowed-unsafe-sysctls, or a namespaced one with the host's
 //     namespace: SysctlForbidden, "forbidden sysctl: \"kernel.msgmax\" not
 //     allowlisted";
-//  3. kubelet's topology, device, CPU and memory managers: with their
-//     default policies ("none") they admit every pod; nothing to do;
-//  4. the predicate handler: no node: InvalidNodeInfo; the pod's
+//  3. Config.Resources: kubelet's topology manager calls the device
+//     manager's Allocate per container here (devicemanager.Manager.Admit:
+//     UnexpectedAdmissionError, "Allocate failed due to <error>, which is
+//     unexpected"); its CPU and memory managers (policies "none") admit
+//     every pod;
+//  4. the predicate handler (its node first adjusted by
+//     Config.UpdatePluginResources, if set): no node: InvalidNodeInfo; the pod's
 //     kubernetes.io/os label or spec.os naming another OS (OS):
 //     PodOSSelectorNodeLabelDoesNotMatch, PodOSNotSupported;
 //     supplementalGroupsPolicy Strict on a node without the feature:

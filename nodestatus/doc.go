@@ -44,11 +44,14 @@
 //     while the reported node is not Ready.
 //   - A lease update conflict reads the lease once; kubelet retries the
 //     read with back-off until it succeeds.
-//   - Not provided: device plugin capacities (MachineConfig.Extended
-//     carries any), RuntimeHandlers and Features (feature
+//   - Device plugins' capacities come from MachineConfig.DevicePlugins
+//     (devicemanager.Manager.Capacity).
+//   - Not provided: RuntimeHandlers and Features (feature
 //     gated in kubelet), pod CIDR, the Windows build label, the cloud
 //     provider's own address discovery, and the registration's zeroing of
-//     extended resources after a device manager reset.
+//     extended resources after a device manager reset
+//     (devicemanager.Manager.ShouldResetExtendedResourceCapacity tells
+//     when kubelet would).
 //   - The machine (MachineFromHost) is read from /proc and /sys directly,
 //     not from cAdvisor: CPUs from /proc/cpuinfo, ephemeral storage is the
 //     size of the filesystem holding the root directory.

@@ -192,6 +192,14 @@ type MachineConfig struct {
 	// Extended are capacities reported besides the machine's (device
 	// plugins'); allocatable equals capacity for them.
 	Extended corev1.ResourceList
+	// DevicePlugins, when set, gives the device plugins' resources
+	// (kubelet's GetDevicePluginResourceCapacity;
+	// devicemanager.Manager.Capacity): capacity and allocatable per
+	// resource, and the resources whose plugin is gone, whose capacity
+	// is set to 0 (kubelet keeps them in the Node so that they are told
+	// apart from cluster-level resources). Not called when the machine
+	// is unknown, as kubelet does not.
+	DevicePlugins func() (capacity, allocatable corev1.ResourceList, removed []string)
 }
 
 // MachineInfo is kubelet's MachineInfo setter: capacity from the machine
@@ -212,6 +220,7 @@ func MachineInfo(nodeName string, cfg MachineConfig, info func() (*Machine, erro
 		if st.Capacity == nil {
 			st.Capacity = corev1.ResourceList{}
 		}
+		var capacity, devAlloc corev1.ResourceList
 		m, err := info()
 		if err != nil {
 			st.Capacity[corev1.ResourceCPU] = *resource.NewMilliQuantity(0, resource.DecimalSI)
@@ -239,6 +248,16 @@ func MachineInfo(nodeName string, cfg MachineConfig, info func() (*Machine, erro
 			for k, v := range cfg.Extended {
 				st.Capacity[k] = v
 			}
+			if cfg.DevicePlugins != nil {
+				var removed []string
+				capacity, devAlloc, removed = cfg.DevicePlugins()
+				for k, v := range capacity {
+					st.Capacity[k] = v
+				}
+				for _, r := range removed {
+					st.Capacity[corev1.ResourceName(r)] = *resource.NewQuantity(0, resource.DecimalSI)
+				}
+			}
 			if m.SwapCapacity != 0 {
 				swap := m.SwapCapacity
 				st.NodeInfo.Swap = &corev1.NodeSwapStatus{Capacity: &swap}
@@ -263,6 +282,9 @@ func MachineInfo(nodeName string, cfg MachineConfig, info func() (*Machine, erro
 				value.Set(0)
 			}
 			st.Allocatable[k] = value
+		}
+		for k, v := range devAlloc {
+			st.Allocatable[k] = v
 		}
 		for k, v := range st.Capacity {
 			if strings.HasPrefix(string(k), corev1.ResourceHugePagesPrefix) {

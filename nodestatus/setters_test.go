@@ -331,6 +331,23 @@ func TestMachineInfo(t *testing.T) {
 			wantInfo:  corev1.NodeSystemInfo{RunningInUserNamespace: &yes},
 			wantCap:   corev1.ResourceList{corev1.ResourceCPU: cpu(0), corev1.ResourceMemory: resource.MustParse("0Gi"), corev1.ResourcePods: pods(110)},
 			wantAlloc: corev1.ResourceList{corev1.ResourceCPU: cpu(0), corev1.ResourceMemory: resource.MustParse("0Gi"), corev1.ResourcePods: pods(110)}},
+		// Device plugins (devicemanager.Manager.Capacity): capacity counts
+		// every device, allocatable the healthy ones; a removed resource
+		// stays with capacity and allocatable 0, as kubelet keeps it.
+		{name: "device plugin resources", node: &corev1.Node{Status: corev1.NodeStatus{
+			Capacity: corev1.ResourceList{"example.com/gone": pods(4)}, Allocatable: corev1.ResourceList{"example.com/gone": pods(4)}}},
+			machine: basic,
+			cfg: MachineConfig{DevicePlugins: func() (corev1.ResourceList, corev1.ResourceList, []string) {
+				return corev1.ResourceList{"example.com/dongle": pods(3)}, corev1.ResourceList{"example.com/dongle": pods(2)}, []string{"example.com/gone"}
+			}},
+			wantCap:   corev1.ResourceList{corev1.ResourceCPU: cpu(2000), corev1.ResourceMemory: q(1024), corev1.ResourcePods: pods(110), "example.com/dongle": pods(3), "example.com/gone": pods(0)},
+			wantAlloc: corev1.ResourceList{corev1.ResourceCPU: cpu(2000), corev1.ResourceMemory: q(1024), corev1.ResourcePods: pods(110), "example.com/dongle": pods(2), "example.com/gone": pods(0)}},
+		{name: "device plugins not asked when the machine is unknown", node: &corev1.Node{}, err: errors.New("foo"),
+			cfg: MachineConfig{DevicePlugins: func() (corev1.ResourceList, corev1.ResourceList, []string) {
+				panic("called")
+			}},
+			wantCap:   corev1.ResourceList{corev1.ResourceCPU: cpu(0), corev1.ResourceMemory: resource.MustParse("0Gi"), corev1.ResourcePods: pods(110)},
+			wantAlloc: corev1.ResourceList{corev1.ResourceCPU: cpu(0), corev1.ResourceMemory: resource.MustParse("0Gi"), corev1.ResourcePods: pods(110)}},
 		{name: "huge pages from the machine", node: &corev1.Node{},
 			machine:   &Machine{NumCores: 1, MemoryCapacity: 4 << 20, HugePages: []HugePages{{PageSize: 2 << 20, NumPages: 1}}},
 			wantCap:   corev1.ResourceList{corev1.ResourceCPU: cpu(1000), corev1.ResourceMemory: q(4 << 20), "hugepages-2Mi": q(2 << 20), corev1.ResourcePods: pods(110)},

@@ -1,0 +1,6 @@
+package devicemanager
+
+import "github.com/podstart/podstart/pluginmanager"
+
+// WatcherHandler is a pluginmanager.Handler.
+var _ pluginmanager.Handler = (*WatcherHandler)(nil)
