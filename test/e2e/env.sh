@@ -382,7 +382,7 @@ down() {
 		done
 	fi
 	for p in /proc/[0-9]*; do
-		if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- "containerd-shim.*-address $SOCK "; then
+		if tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -q -- "containerd-shim.*-address $SOCK "; then
 			kill "${p#/proc/}" 2>/dev/null || true
 		fi
 	done
