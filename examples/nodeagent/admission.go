@@ -43,6 +43,10 @@ func (a *agent) newAdmission(heartbeat *nodestatus.Heartbeat, recorder record.Ev
 		Sysctls:         sysctls,
 		AppArmorEnabled: a.host.AppArmorEnabled,
 		Before:          []admission.Handler{a.evictionAdmit},
+		// Device plugins' devices are allocated at admission, as
+		// kubelet's topology manager admit handler allocates them.
+		Resources:             []admission.Handler{a.dm.Admit},
+		UpdatePluginResources: a.dm.UpdatePluginResources,
 	})
 	if err != nil {
 		return nil, err

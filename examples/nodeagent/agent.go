@@ -28,6 +28,7 @@ import (
 	"github.com/podstart/podstart/containerlogs"
 	"github.com/podstart/podstart/criconfig"
 	"github.com/podstart/podstart/csi"
+	"github.com/podstart/podstart/devicemanager"
 	"github.com/podstart/podstart/eviction"
 	"github.com/podstart/podstart/imagegc"
 	"github.com/podstart/podstart/images"
@@ -119,10 +120,13 @@ type agent struct {
 	// vm mounts the volumes that need a storage system (PVCs, generic
 	// ephemeral and CSI inline volumes) through the CSI drivers
 	// registered in <root-dir>/plugins_registry.
-	vm      *volumemanager.Manager
-	watches *objectWatches  // the Secrets and ConfigMaps the pods refer to
-	pods    cache.Store     // the informer's pods bound to this node
-	stats   *stats.Provider // nil on a runtime without CRI stats
+	vm *volumemanager.Manager
+	// dm allocates device plugins' devices (devices.go).
+	dm           *devicemanager.Manager
+	sourcesReady atomic.Bool     // every pod bound to the node is known
+	watches      *objectWatches  // the Secrets and ConfigMaps the pods refer to
+	pods         cache.Store     // the informer's pods bound to this node
+	stats        *stats.Provider // nil on a runtime without CRI stats
 }
 
 // Run runs the agent until ctx ends. Pods keep running on the runtime when
@@ -180,6 +184,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	plugins.AddHandler("CSIPlugin", plugin)
+	if a.dm, err = a.newDeviceManager(logger); err != nil {
+		return err
+	}
 
 	heartbeat := a.newHeartbeat()
 	node, err := register(ctx, heartbeat, cfg.Clock)
@@ -245,7 +252,7 @@ func Run(ctx context.Context, cfg Config) error {
 		podsync.WithNode(a.host), podsync.WithMounter(mounter),
 		podsync.WithRootDir(cfg.RootDir), podsync.WithPodLogsDir(cfg.PodLogsDir),
 		podsync.WithRecorder(recorder), podsync.WithProbes(prober),
-		podsync.WithVolumes(a.volumeProvider()),
+		podsync.WithVolumes(a.volumeProvider()), podsync.WithDevices(a.dm),
 		// Services give every container KUBERNETES_SERVICE_HOST and _PORT
 		// (client-go's in-cluster config) and, with enableServiceLinks, its
 		// namespace's service variables.
@@ -308,6 +315,10 @@ func Run(ctx context.Context, cfg Config) error {
 		}))
 	a.workers = podworker.New(syncer, workerOpts...)
 	defer a.workers.Close()
+	if err := a.startDevices(ctx, a.dm, plugins, nil, wg.Go); err != nil {
+		return err
+	}
+	defer a.dm.Stop()
 	// One stats provider for eviction and the node API's summary, as
 	// kubelet's: eviction's passes (every 10 s) keep the CPU samples the
 	// usage rates come from; without eviction a loop of its own does.
@@ -367,6 +378,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return ctx.Err()
 	}
 	a.workers.SourcesReady()
+	a.sourcesReady.Store(true)
 	a.volumeSourcesReady(ctx)
 	if cfg.Ready != nil {
 		cfg.Ready()

@@ -38,6 +38,9 @@ func (a *agent) newHeartbeat() *nodestatus.Heartbeat {
 		MemoryPressure: a.pressure((*eviction.Manager).IsUnderMemoryPressure),
 		DiskPressure:   a.pressure((*eviction.Manager).IsUnderDiskPressure),
 		PIDPressure:    a.pressure((*eviction.Manager).IsUnderPIDPressure),
+		// Device plugins' resources (devices.go), as kubelet's
+		// GetDevicePluginResourceCapacity.
+		Machine: nodestatus.MachineConfig{DevicePlugins: a.dm.Capacity},
 	})
 	// node.status.volumesInUse after Ready, as kubelet's setters; what
 	// each sync reported tells the volume manager which attachable
