@@ -122,11 +122,12 @@ type agent struct {
 	// registered in <root-dir>/plugins_registry.
 	vm *volumemanager.Manager
 	// dm allocates device plugins' devices (devices.go).
-	dm           *devicemanager.Manager
-	sourcesReady atomic.Bool     // every pod bound to the node is known
-	watches      *objectWatches  // the Secrets and ConfigMaps the pods refer to
-	pods         cache.Store     // the informer's pods bound to this node
-	stats        *stats.Provider // nil on a runtime without CRI stats
+	dm             *devicemanager.Manager
+	devicesChanged chan struct{}   // a plugin's devices changed (devices.go)
+	sourcesReady   atomic.Bool     // every pod bound to the node is known
+	watches        *objectWatches  // the Secrets and ConfigMaps the pods refer to
+	pods           cache.Store     // the informer's pods bound to this node
+	stats          *stats.Provider // nil on a runtime without CRI stats
 }
 
 // Run runs the agent until ctx ends. Pods keep running on the runtime when
@@ -194,6 +195,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	wg.Go(func() { heartbeat.Run(ctx) })
+	wg.Go(func() { a.reportDevices(ctx, heartbeat) })
 	wg.Go(func() {
 		if err := (nodeInfoWriter{client: cfg.Client, nodeName: cfg.NodeName}).initCSINode(ctx, node); err != nil && ctx.Err() == nil {
 			log.Println("nodeagent: CSINode:", err)

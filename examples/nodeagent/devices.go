@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podstart/podstart/devicemanager"
+	"github.com/podstart/podstart/nodestatus"
 	"github.com/podstart/podstart/pluginmanager"
 	"github.com/podstart/podstart/podresources"
 )
@@ -29,9 +30,32 @@ func devicePluginDir(rootDir string) string { return filepath.Join(rootDir, "dev
 // newDeviceManager makes the device manager; startDevices starts it once
 // the workers exist (its active pods are theirs).
 func (a *agent) newDeviceManager(logger logr.Logger) (*devicemanager.Manager, error) {
+	a.devicesChanged = make(chan struct{}, 1)
 	return devicemanager.New(devicemanager.WithDir(devicePluginDir(a.RootDir)), devicemanager.WithLogger(logger),
 		devicemanager.WithSourcesReady(func() bool { return a.sourcesReady.Load() }),
-		devicemanager.WithActivePods(func() []*corev1.Pod { return evictions{a}.ActivePods() }))
+		devicemanager.WithActivePods(func() []*corev1.Pod { return evictions{a}.ActivePods() }),
+		devicemanager.WithOnChange(func(string) {
+			select {
+			case a.devicesChanged <- struct{}{}:
+			default: // a status update is already due
+			}
+		}))
+}
+
+// reportDevices updates the Node's status when a plugin's devices change,
+// rather than at the next 10 s update as kubelet does, so the scheduler
+// sees a new resource (or a lost one) at once. Runs until ctx ends.
+func (a *agent) reportDevices(ctx context.Context, heartbeat *nodestatus.Heartbeat) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.devicesChanged:
+			if err := heartbeat.SyncStatus(ctx); err != nil && ctx.Err() == nil {
+				log.Println("nodeagent: node status after a device change:", err)
+			}
+		}
+	}
 }
 
 // startDevices starts the device manager's registration server, hands
