@@ -1,0 +1,340 @@
+package dra_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/podstart/podstart/dra"
+	"github.com/podstart/podstart/pluginmanager"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// claimStore is a ClaimGetter over a map, as an informer's lister.
+type claimStore struct {
+	mu     sync.Mutex
+	claims map[string]*resourcev1.ResourceClaim
+	gets   int
+}
+
+func (s *claimStore) GetResourceClaim(_ context.Context, ns, name string) (*resourcev1.ResourceClaim, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gets++
+	c, ok := s.claims[ns+"/"+name]
+	if !ok {
+		return nil, apierrors.NewNotFound(resourcev1.Resource("resourceclaims"), name)
+	}
+	return c.DeepCopy(), nil
+}
+
+func (s *claimStore) put(c *resourcev1.ResourceClaim) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.claims[c.Namespace+"/"+c.Name] = c
+}
+
+// call is one request a fake driver received.
+type call struct {
+	method string
+	uids   []string
+}
+
+// driver is a DRA kubelet plugin in the test: its registration socket in
+// the registry directory, its DRA service on a socket of its own, both
+// real unix sockets.
+type driver struct {
+	drapb.UnimplementedDRAPluginServer
+	name, endpoint, regPath string
+	versions                []string
+
+	mu        sync.Mutex
+	calls     []call
+	prepared  map[string]int // claim UID -> NodePrepareResources count
+	prepareFn func(context.Context, *drapb.NodePrepareResourcesRequest) (*drapb.NodePrepareResourcesResponse, error)
+	unprepFn  func(context.Context, *drapb.NodeUnprepareResourcesRequest) (*drapb.NodeUnprepareResourcesResponse, error)
+
+	told     chan *registerapi.RegistrationStatus
+	reg, dra *grpc.Server
+}
+
+type registrar struct {
+	registerapi.UnimplementedRegistrationServer
+	d *driver
+}
+
+func (r registrar) GetInfo(context.Context, *registerapi.InfoRequest) (*registerapi.PluginInfo, error) {
+	return &registerapi.PluginInfo{Type: registerapi.DRAPlugin, Name: r.d.name, Endpoint: r.d.endpoint, SupportedVersions: r.d.versions}, nil
+}
+
+func (r registrar) NotifyRegistrationStatus(_ context.Context, s *registerapi.RegistrationStatus) (*registerapi.RegistrationStatusResponse, error) {
+	r.d.told <- s
+	return &registerapi.RegistrationStatusResponse{}, nil
+}
+
+// cdiFor is the fake driver's CDI device ID for a claim.
+func cdiFor(claimName string) string { return "example.com/gpu=" + claimName }
+
+func (d *driver) NodePrepareResources(ctx context.Context, req *drapb.NodePrepareResourcesRequest) (*drapb.NodePrepareResourcesResponse, error) {
+	d.mu.Lock()
+	c := call{method: "prepare"}
+	for _, cl := range req.Claims {
+		c.uids = append(c.uids, cl.Uid)
+		d.prepared[cl.Uid]++
+	}
+	d.calls = append(d.calls, c)
+	fn := d.prepareFn
+	d.mu.Unlock()
+	if fn != nil {
+		return fn(ctx, req)
+	}
+	resp := &drapb.NodePrepareResourcesResponse{Claims: map[string]*drapb.NodePrepareResourceResponse{}}
+	for _, cl := range req.Claims {
+		resp.Claims[cl.Uid] = &drapb.NodePrepareResourceResponse{Devices: []*drapb.Device{
+			{RequestNames: []string{"gpu"}, PoolName: "pool", DeviceName: "dev-" + cl.Name, CdiDeviceIds: []string{cdiFor(cl.Name)}},
+		}}
+	}
+	return resp, nil
+}
+
+func (d *driver) NodeUnprepareResources(ctx context.Context, req *drapb.NodeUnprepareResourcesRequest) (*drapb.NodeUnprepareResourcesResponse, error) {
+	d.mu.Lock()
+	c := call{method: "unprepare"}
+	for _, cl := range req.Claims {
+		c.uids = append(c.uids, cl.Uid)
+	}
+	d.calls = append(d.calls, c)
+	fn := d.unprepFn
+	d.mu.Unlock()
+	if fn != nil {
+		return fn(ctx, req)
+	}
+	resp := &drapb.NodeUnprepareResourcesResponse{Claims: map[string]*drapb.NodeUnprepareResourceResponse{}}
+	for _, cl := range req.Claims {
+		resp.Claims[cl.Uid] = &drapb.NodeUnprepareResourceResponse{}
+	}
+	return resp, nil
+}
+
+func (d *driver) getCalls() []call {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]call(nil), d.calls...)
+}
+
+func (d *driver) setPrepare(fn func(context.Context, *drapb.NodePrepareResourcesRequest) (*drapb.NodePrepareResourcesResponse, error)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.prepareFn = fn
+}
+
+func (d *driver) setUnprepare(fn func(context.Context, *drapb.NodeUnprepareResourcesRequest) (*drapb.NodeUnprepareResourcesResponse, error)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.unprepFn = fn
+}
+
+// stop ends both servers at once (the process dies): the registration
+// socket is removed, so the plugin manager deregisters the driver.
+func (d *driver) stop() {
+	d.dra.Stop()
+	d.reg.Stop()
+}
+
+// env is a node: a Manager as the DRAPlugin handler of a running plugin
+// manager, a claim store, and the drivers started in it.
+type env struct {
+	t      *testing.T
+	root   string
+	regDir string
+	claims *claimStore
+	mgr    *dra.Manager
+	pm     *pluginmanager.Manager
+	cancel context.CancelFunc
+	done   chan error
+	gone   chan string
+}
+
+func newEnv(t *testing.T, opts ...dra.Option) *env {
+	t.Helper()
+	root, err := os.MkdirTemp("", "dra")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, root: root, regDir: filepath.Join(root, pluginmanager.DirName), claims: &claimStore{claims: map[string]*resourcev1.ResourceClaim{}}}
+	e.start(opts...)
+	t.Cleanup(func() {
+		e.stopManager()
+		os.RemoveAll(root)
+	})
+	return e
+}
+
+// start makes a Manager over the state in root and runs a plugin manager
+// for it (again, after stopManager: an agent restart).
+func (e *env) start(opts ...dra.Option) {
+	e.startWith(nil, opts...)
+}
+
+func (e *env) startWith(pmOpts []pluginmanager.Option, opts ...dra.Option) {
+	e.t.Helper()
+	mgr, err := dra.New(context.Background(), e.root, e.claims, opts...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	pm, err := pluginmanager.New(e.regDir, pmOpts...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.gone = make(chan string, 64)
+	pm.AddHandler(registerapi.DRAPlugin, handler{Manager: mgr, gone: e.gone})
+	ctx, cancel := context.WithCancel(context.Background())
+	e.mgr, e.pm, e.cancel, e.done = mgr, pm, cancel, make(chan error, 1)
+	go func() { e.done <- pm.Run(ctx) }()
+}
+
+func (e *env) stopManager() {
+	if e.cancel == nil {
+		return
+	}
+	e.cancel()
+	<-e.done
+	e.mgr.Close()
+	e.cancel = nil
+}
+
+// startDriver serves a driver and waits until the plugin manager told it
+// it is registered.
+func (e *env) startDriver(name string, versions ...string) *driver {
+	e.t.Helper()
+	if len(versions) == 0 {
+		versions = []string{drapb.DRAPluginService}
+	}
+	d := &driver{name: name, versions: versions, prepared: map[string]int{}, told: make(chan *registerapi.RegistrationStatus, 4)}
+	dir := filepath.Join(e.root, "plugins", name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	d.endpoint = filepath.Join(dir, "dra.sock")
+	os.Remove(d.endpoint)
+	lis, err := net.Listen("unix", d.endpoint)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	d.dra = grpc.NewServer()
+	drapb.RegisterDRAPluginServer(d.dra, d)
+	go func() { _ = d.dra.Serve(lis) }()
+	if err := os.MkdirAll(e.regDir, pluginmanager.DirMode); err != nil {
+		e.t.Fatal(err)
+	}
+	d.regPath = filepath.Join(e.regDir, name+"-reg.sock")
+	rl, err := net.Listen("unix", d.regPath)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	d.reg = grpc.NewServer()
+	registerapi.RegisterRegistrationServer(d.reg, registrar{d: d})
+	go func() { _ = d.reg.Serve(rl) }()
+	e.t.Cleanup(d.stop)
+	select {
+	case s := <-d.told:
+		if !s.PluginRegistered {
+			e.t.Fatalf("driver %s not registered: %s", name, s.Error)
+		}
+	case <-time.After(time.Minute):
+		e.t.Fatalf("driver %s: no registration status within a minute", name)
+	}
+	return d
+}
+
+// waitDeregistered waits until the plugin manager deregistered driver.
+func (e *env) waitDeregistered(name string) {
+	e.t.Helper()
+	for {
+		select {
+		case got := <-e.gone:
+			if got == name {
+				return
+			}
+		case <-time.After(time.Minute):
+			e.t.Fatalf("driver %s not deregistered within a minute", name)
+		}
+	}
+}
+
+// handler tells the test when the Manager deregistered a plugin.
+type handler struct {
+	*dra.Manager
+	gone chan string
+}
+
+func (h handler) DeRegisterPlugin(name, endpoint string) {
+	h.Manager.DeRegisterPlugin(name, endpoint)
+	h.gone <- name
+}
+
+// claim is an allocated ResourceClaim for driver, reserved for pods.
+func claim(ns, name, uid, driverName string, pods ...*corev1.Pod) *resourcev1.ResourceClaim {
+	c := &resourcev1.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid)},
+		Status: resourcev1.ResourceClaimStatus{Allocation: &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{
+			Results: []resourcev1.DeviceRequestAllocationResult{{Request: "gpu", Driver: driverName, Pool: "pool", Device: "dev-" + name}},
+		}}},
+	}
+	for _, p := range pods {
+		c.Status.ReservedFor = append(c.Status.ReservedFor, resourcev1.ResourceClaimConsumerReference{Resource: "pods", Name: p.Name, UID: p.UID})
+	}
+	return c
+}
+
+// pod is a pod using the named claims directly, one container listing
+// them all.
+func pod(ns, name, uid string, claimNames ...string) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid)},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}
+	for _, cn := range claimNames {
+		p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, corev1.PodResourceClaim{Name: "pc-" + cn, ResourceClaimName: ptr.To(cn)})
+		p.Spec.Containers[0].Resources.Claims = append(p.Spec.Containers[0].Resources.Claims, corev1.ResourceClaim{Name: "pc-" + cn})
+	}
+	return p
+}
+
+func mustPrepare(t *testing.T, m *dra.Manager, p *corev1.Pod) {
+	t.Helper()
+	if err := m.PrepareResources(context.Background(), p); err != nil {
+		t.Fatalf("PrepareResources(%s): %v", p.Name, err)
+	}
+}
+
+func expectErr(t *testing.T, err error, class error, text string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error, want %q", text)
+	}
+	if class != nil && !errors.Is(err, class) {
+		t.Errorf("error %q does not match %v", err, class)
+	}
+	if text != "" && err.Error() != text {
+		t.Errorf("error\n %q\nwant\n %q", err, text)
+	}
+}
+
