@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
+	drapbv1beta1 "k8s.io/kubelet/pkg/apis/dra/v1beta1"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 	"k8s.io/utils/ptr"
 
@@ -174,12 +176,17 @@ type env struct {
 
 func newEnv(t *testing.T, opts ...dra.Option) *env {
 	t.Helper()
+	return newEnvWith(t, nil, opts...)
+}
+
+func newEnvWith(t *testing.T, pmOpts []pluginmanager.Option, opts ...dra.Option) *env {
+	t.Helper()
 	root, err := os.MkdirTemp("", "dra")
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := &env{t: t, root: root, regDir: filepath.Join(root, pluginmanager.DirName), claims: &claimStore{claims: map[string]*resourcev1.ResourceClaim{}}}
-	e.start(opts...)
+	e.startWith(pmOpts, opts...)
 	t.Cleanup(func() {
 		e.stopManager()
 		os.RemoveAll(root)
@@ -239,7 +246,12 @@ func (e *env) startDriver(name string, versions ...string) *driver {
 		e.t.Fatal(err)
 	}
 	d.dra = grpc.NewServer()
-	drapb.RegisterDRAPluginServer(d.dra, d)
+	if slices.Contains(versions, drapbv1beta1.DRAPluginService) {
+		drapbv1beta1.RegisterDRAPluginServer(d.dra, drapbv1beta1.V1ServerWrapper{DRAPluginServer: d})
+	}
+	if slices.Contains(versions, drapb.DRAPluginService) {
+		drapb.RegisterDRAPluginServer(d.dra, d)
+	}
 	go func() { _ = d.dra.Serve(lis) }()
 	if err := os.MkdirAll(e.regDir, pluginmanager.DirMode); err != nil {
 		e.t.Fatal(err)
