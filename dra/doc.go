@@ -27,7 +27,9 @@
 //     driver for all of them, each call bounded by the driver's timeout
 //     (DefaultCallTimeout, kubelet's 45s, unless the registration gives
 //     one); the devices and CDI device IDs of the answers are recorded and
-//     the checkpoint written again.
+//     the checkpoint written again. Pods prepared at the same moment that
+//     share a claim not yet prepared may each send it, as kubelet's do
+//     (drivers answer idempotently).
 //   - DeviceOptions (podsync.WithDevices) gives each container the CDI
 //     device IDs of the claims it lists, as kubelet's GetResources.
 //   - UnprepareResources (podworker.WithResourceClaims calls it once the

@@ -163,7 +163,7 @@ func (d *driver) stop() {
 // env is a node: a Manager as the DRAPlugin handler of a running plugin
 // manager, a claim store, and the drivers started in it.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	root   string
 	regDir string
 	claims *claimStore
@@ -174,12 +174,12 @@ type env struct {
 	gone   chan string
 }
 
-func newEnv(t *testing.T, opts ...dra.Option) *env {
+func newEnv(t testing.TB, opts ...dra.Option) *env {
 	t.Helper()
 	return newEnvWith(t, nil, opts...)
 }
 
-func newEnvWith(t *testing.T, pmOpts []pluginmanager.Option, opts ...dra.Option) *env {
+func newEnvWith(t testing.TB, pmOpts []pluginmanager.Option, opts ...dra.Option) *env {
 	t.Helper()
 	root, err := os.MkdirTemp("", "dra")
 	if err != nil {

@@ -2,10 +2,12 @@ package dra_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 
@@ -47,3 +49,7 @@ func readClaims(t *testing.T, e *env) []dra.ClaimInfo {
 	}
 	return c
 }
+
+type podT = corev1.Pod
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }
