@@ -228,9 +228,20 @@ func (m *Manager) prepare(ctx context.Context, pod *corev1.Pod) error {
 
 	batches := map[*plugin][]*drapb.Claim{}
 	toPrepare := map[types.UID]*resourcev1.ResourceClaim{}
-	err := func() error {
+	err := func() (retErr error) {
 		m.cache.Lock()
 		defer m.cache.Unlock()
+		changed := false
+		// Kubelet writes the checkpoint after each claim; podstart once
+		// for all of them, before any driver is called, and not at all
+		// when nothing changed (each write is synced to disk).
+		defer func() {
+			if changed {
+				if err := m.cache.sync(); err != nil && retErr == nil {
+					retErr = fmt.Errorf("checkpoint ResourceClaim cache: %w", err)
+				}
+			}
+		}()
 		for _, in := range infos {
 			if in.claim == nil {
 				continue
@@ -239,6 +250,7 @@ func (m *Manager) prepare(ctx context.Context, pod *corev1.Pod) error {
 			if !ok {
 				ci = in.info
 				m.cache.add(ci)
+				changed = true
 			} else {
 				if ci.ClaimUID != in.claim.UID {
 					return &classErr{msg: fmt.Sprintf("old ResourceClaim with same name %s and different UID %s still exists (previous pod force-deleted?!)", in.claim.Name, ci.ClaimUID), class: ErrClaimNotUsable}
@@ -247,9 +259,9 @@ func (m *Manager) prepare(ctx context.Context, pod *corev1.Pod) error {
 					return &classErr{msg: fmt.Sprintf("ResourceClaim %s is being unprepared", in.claim.Name), class: ErrClaimNotUsable}
 				}
 			}
-			ci.PodUIDs.Insert(string(pod.UID))
-			if err := m.cache.sync(); err != nil {
-				return fmt.Errorf("checkpoint ResourceClaim cache: %w", err)
+			if !ci.PodUIDs.Has(string(pod.UID)) {
+				ci.PodUIDs.Insert(string(pod.UID))
+				changed = true
 			}
 			if ci.prepared {
 				log.V(5).Info("Resources already prepared", "claim", in.claim.Name)
@@ -324,6 +336,9 @@ func (m *Manager) prepare(ctx context.Context, pod *corev1.Pod) error {
 		}
 	}
 
+	if len(toPrepare) == 0 {
+		return nil // nothing changed since the checkpoint above
+	}
 	m.cache.Lock()
 	defer m.cache.Unlock()
 	for _, claim := range toPrepare {

@@ -87,6 +87,7 @@ func (m *Manager) Reconcile(ctx context.Context, active func(types.UID) bool) er
 func (m *Manager) unprepare(ctx context.Context, podUID types.UID, namespace string, names []string) error {
 	batches := map[string][]*drapb.Claim{}
 	done := map[types.UID]string{}
+	changed := false
 	m.cache.Lock()
 	for _, name := range names {
 		ci, ok := m.cache.get(name, namespace)
@@ -95,6 +96,7 @@ func (m *Manager) unprepare(ctx context.Context, podUID types.UID, namespace str
 			// nothing of it to unprepare (and another pod may use it).
 			continue
 		}
+		changed = true
 		if ci.PodUIDs.Len() > 1 {
 			// Checkpointed with the unprepare's end; a restart before
 			// that repeats this idempotent call.
@@ -135,6 +137,9 @@ func (m *Manager) unprepare(ctx context.Context, podUID types.UID, namespace str
 		}
 	}
 
+	if !changed {
+		return nil // the pod was on none of them: nothing to write
+	}
 	m.cache.Lock()
 	defer m.cache.Unlock()
 	for _, name := range done {
