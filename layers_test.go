@@ -115,11 +115,12 @@ var rules = map[string]rule{
 	// csi: the CSI node client and driver registry (issue 38), floor 4;
 	// csi/fake: a CSI node driver for tests.
 	"csi":      {module: []string{"internal/...", "validation"}, forbid: heavyDeps},
+	"csi/fake": {forbid: heavyDeps},
+
 	// dra: kubelet's DRA manager (issue 39), floor 6 beside volumemanager;
 	// criconfig for the DeviceOptions it gives podsync, pluginmanager's
 	// Handler and podsync's seams by method set alone.
 	"dra": {module: []string{"criconfig", "internal/..."}, forbid: heavyDeps},
-	"csi/fake": {forbid: heavyDeps},
 }
 
 type pkg struct {

@@ -27,9 +27,11 @@ func TestDriverGarbage(t *testing.T) {
 		answer func(*drapb.NodePrepareResourcesRequest) *drapb.NodePrepareResourcesResponse
 		text   string
 	}{{
-		name:   "no result for the claim",
-		answer: func(*drapb.NodePrepareResourcesRequest) *drapb.NodePrepareResourcesResponse { return &drapb.NodePrepareResourcesResponse{} },
-		text:   "prepare dynamic resources: NodePrepareResources skipped 1 ResourceClaims",
+		name: "no result for the claim",
+		answer: func(*drapb.NodePrepareResourcesRequest) *drapb.NodePrepareResourcesResponse {
+			return &drapb.NodePrepareResourcesResponse{}
+		},
+		text: "prepare dynamic resources: NodePrepareResources skipped 1 ResourceClaims",
 	}, {
 		name: "result for an unknown claim",
 		answer: func(*drapb.NodePrepareResourcesRequest) *drapb.NodePrepareResourcesResponse {

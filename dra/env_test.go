@@ -349,4 +349,3 @@ func expectErr(t *testing.T, err error, class error, text string) {
 		t.Errorf("error\n %q\nwant\n %q", err, text)
 	}
 }
-

@@ -49,9 +49,11 @@ func TestPrepareRefusesBeforeActing(t *testing.T) {
 		class: dra.ErrClaimNotUsable,
 		text:  "prepare dynamic resources: ResourceClaim c1: not allocated",
 	}, {
-		name:  "not reserved for the pod",
-		pod:   mk,
-		claim: func(*corev1.Pod) *resourcev1.ResourceClaim { return claim("ns", "c1", "uid-c1", "gpu.example.com", pod("ns", "other", "uid-other")) },
+		name: "not reserved for the pod",
+		pod:  mk,
+		claim: func(*corev1.Pod) *resourcev1.ResourceClaim {
+			return claim("ns", "c1", "uid-c1", "gpu.example.com", pod("ns", "other", "uid-other"))
+		},
 		class: dra.ErrClaimNotUsable,
 		text:  "prepare dynamic resources: pod p (uid-p) is not allowed to use ResourceClaim c1 (uid-c1)",
 	}, {
@@ -88,9 +90,11 @@ func TestPrepareRefusesBeforeActing(t *testing.T) {
 		class: dra.ErrAPIUnsupported,
 		text:  `prepare dynamic resources: pod "ns/p", spec.resourceClaim "pc-c1": none of the supported fields are set`,
 	}, {
-		name:  "driver not registered (a claim for another node's driver)",
-		pod:   mk,
-		claim: func(p *corev1.Pod) *resourcev1.ResourceClaim { return claim("ns", "c1", "uid-c1", "fpga.example.com", p) },
+		name: "driver not registered (a claim for another node's driver)",
+		pod:  mk,
+		claim: func(p *corev1.Pod) *resourcev1.ResourceClaim {
+			return claim("ns", "c1", "uid-c1", "fpga.example.com", p)
+		},
 		class: dra.ErrDriverNotRegistered,
 		text:  "prepare dynamic resources: DRA driver fpga.example.com is not registered",
 	}, {
