@@ -241,3 +241,33 @@ func TestPluginVersions(t *testing.T) {
 		t.Fatalf("calls %v", d.getCalls())
 	}
 }
+
+// A rolling update: a driver's second instance registers beside the
+// first (both serve calls; kubelet picks the newest connected one), and
+// when one goes the other serves every call.
+func TestDriverRollingUpdate(t *testing.T) {
+	e := newEnv(t)
+	old := e.startDriverAt("gpu.example.com", "gpu-old")
+	nu := e.startDriverAt("gpu.example.com", "gpu-new")
+	p := pod("ns", "p", "uid-p", "c1")
+	q := pod("ns", "q", "uid-q", "c2")
+	e.claims.put(claim("ns", "c1", "uid-c1", "gpu.example.com", p))
+	e.claims.put(claim("ns", "c2", "uid-c2", "gpu.example.com", q))
+	mustPrepare(t, e.mgr, p)
+	if n := len(old.getCalls()) + len(nu.getCalls()); n != 1 {
+		t.Fatalf("%d calls", n)
+	}
+	nu.stop()
+	e.waitDeregistered("gpu.example.com")
+	oldCalls := len(old.getCalls())
+	mustPrepare(t, e.mgr, q)
+	if err := e.mgr.UnprepareResources(context.Background(), q); err != nil {
+		t.Fatal(err)
+	}
+	if calls := old.getCalls(); len(calls) != oldCalls+2 || calls[oldCalls].method != "prepare" || calls[oldCalls+1].method != "unprepare" {
+		t.Fatalf("old %v", calls)
+	}
+	if got := e.mgr.Drivers(); len(got) != 1 || got[0] != "gpu.example.com" {
+		t.Fatalf("drivers %v", got)
+	}
+}

@@ -231,11 +231,18 @@ func (e *env) stopManager() {
 // it is registered.
 func (e *env) startDriver(name string, versions ...string) *driver {
 	e.t.Helper()
+	return e.startDriverAt(name, name, versions...)
+}
+
+// startDriverAt serves an instance of the driver with sockets of its own
+// (a rolling update's new pod).
+func (e *env) startDriverAt(name, instance string, versions ...string) *driver {
+	e.t.Helper()
 	if len(versions) == 0 {
 		versions = []string{drapb.DRAPluginService}
 	}
 	d := &driver{name: name, versions: versions, prepared: map[string]int{}, told: make(chan *registerapi.RegistrationStatus, 4)}
-	dir := filepath.Join(e.root, "plugins", name)
+	dir := filepath.Join(e.root, "plugins", instance)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		e.t.Fatal(err)
 	}
@@ -256,7 +263,7 @@ func (e *env) startDriver(name string, versions ...string) *driver {
 	if err := os.MkdirAll(e.regDir, pluginmanager.DirMode); err != nil {
 		e.t.Fatal(err)
 	}
-	d.regPath = filepath.Join(e.regDir, name+"-reg.sock")
+	d.regPath = filepath.Join(e.regDir, instance+"-reg.sock")
 	rl, err := net.Listen("unix", d.regPath)
 	if err != nil {
 		e.t.Fatal(err)
