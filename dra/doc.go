@@ -70,6 +70,9 @@
 //     claim listed twice or without a name, namespace or UID, is refused
 //     as corrupt (kubelet reads the first as empty and keeps the last of
 //     duplicates).
+//   - A ResourceClaim that two of a pod's claims name is sent to the
+//     driver once (kubelet sends it twice in one request and then fails
+//     the prepare, counting one answer missing).
 //   - Kubelet's reconcile loop, which unprepares the claims of pods that
 //     are gone every 60s once its sources are ready, is Reconcile: the
 //     node agent calls it with its set of active pods.

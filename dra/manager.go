@@ -267,6 +267,12 @@ func (m *Manager) prepare(ctx context.Context, pod *corev1.Pod) error {
 				log.V(5).Info("Resources already prepared", "claim", in.claim.Name)
 				continue
 			}
+			if _, dup := toPrepare[ci.ClaimUID]; dup {
+				// Two pod claims naming one ResourceClaim: sent once
+				// (kubelet sends it twice and then counts one answer
+				// missing).
+				continue
+			}
 			toPrepare[ci.ClaimUID] = in.claim
 			c := &drapb.Claim{Namespace: ci.Namespace, Uid: string(ci.ClaimUID), Name: ci.ClaimName}
 			for driver := range ci.DriverState {

@@ -132,3 +132,20 @@ func TestDeviceOptionsPerContainerAndRequest(t *testing.T) {
 	_, err = e.mgr.DeviceOptions(context.Background(), other, &other.Spec.Containers[0])
 	expectErr(t, err, nil, "internal error: unable to get claim info for ResourceClaim zzz in namespace ns")
 }
+
+// Two pod claims naming one ResourceClaim: prepared and unprepared once.
+func TestClaimNamedTwice(t *testing.T) {
+	e := newEnv(t)
+	d := e.startDriver("gpu.example.com")
+	p := pod("ns", "p", "uid-p", "c1")
+	p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, corev1.PodResourceClaim{Name: "again", ResourceClaimName: ptr.To("c1")})
+	e.claims.put(claim("ns", "c1", "uid-c1", "gpu.example.com", p))
+	mustPrepare(t, e.mgr, p)
+	if err := e.mgr.UnprepareResources(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	want := []call{{"prepare", []string{"uid-c1"}}, {"unprepare", []string{"uid-c1"}}}
+	if got := d.getCalls(); !cmp.Equal(got, want, cmp.AllowUnexported(call{})) {
+		t.Fatalf("calls %v, want %v", got, want)
+	}
+}

@@ -89,7 +89,12 @@ func (m *Manager) unprepare(ctx context.Context, podUID types.UID, namespace str
 	done := map[types.UID]string{}
 	changed := false
 	m.cache.Lock()
+	seen := make(map[string]bool, len(names))
 	for _, name := range names {
+		if seen[name] {
+			continue // a claim named twice by the pod: once
+		}
+		seen[name] = true
 		ci, ok := m.cache.get(name, namespace)
 		if !ok || !ci.PodUIDs.Has(string(podUID)) {
 			// Not cached, or PrepareResources never reached this pod:
