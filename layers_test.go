@@ -121,6 +121,8 @@ var rules = map[string]rule{
 	// criconfig for the DeviceOptions it gives podsync, pluginmanager's
 	// Handler and podsync's seams by method set alone.
 	"dra": {module: []string{"criconfig", "internal/..."}, forbid: heavyDeps},
+	// dra/fake: a DRA driver for tests (registration and dra.v1 sockets).
+	"dra/fake": {forbid: heavyDeps},
 }
 
 type pkg struct {

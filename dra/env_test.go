@@ -3,27 +3,23 @@ package dra_test
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
-	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
-	drapbv1beta1 "k8s.io/kubelet/pkg/apis/dra/v1beta1"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/podstart/podstart/dra"
+	"github.com/podstart/podstart/dra/fake"
 	"github.com/podstart/podstart/pluginmanager"
 )
 
@@ -59,106 +55,29 @@ type call struct {
 	uids   []string
 }
 
-// driver is a DRA kubelet plugin in the test: its registration socket in
-// the registry directory, its DRA service on a socket of its own, both
-// real unix sockets.
-type driver struct {
-	drapb.UnimplementedDRAPluginServer
-	name, endpoint, regPath string
-	versions                []string
-
-	mu        sync.Mutex
-	calls     []call
-	prepared  map[string]int // claim UID -> NodePrepareResources count
-	prepareFn func(context.Context, *drapb.NodePrepareResourcesRequest) (*drapb.NodePrepareResourcesResponse, error)
-	unprepFn  func(context.Context, *drapb.NodeUnprepareResourcesRequest) (*drapb.NodeUnprepareResourcesResponse, error)
-
-	told     chan *registerapi.RegistrationStatus
-	reg, dra *grpc.Server
-}
-
-type registrar struct {
-	registerapi.UnimplementedRegistrationServer
-	d *driver
-}
-
-func (r registrar) GetInfo(context.Context, *registerapi.InfoRequest) (*registerapi.PluginInfo, error) {
-	return &registerapi.PluginInfo{Type: registerapi.DRAPlugin, Name: r.d.name, Endpoint: r.d.endpoint, SupportedVersions: r.d.versions}, nil
-}
-
-func (r registrar) NotifyRegistrationStatus(_ context.Context, s *registerapi.RegistrationStatus) (*registerapi.RegistrationStatusResponse, error) {
-	r.d.told <- s
-	return &registerapi.RegistrationStatusResponse{}, nil
-}
+// driver is a dra/fake driver: a DRA kubelet plugin with its
+// registration socket in the registry directory and its DRA service on a
+// socket of its own, both real unix sockets.
+type driver struct{ *fake.Driver }
 
 // cdiFor is the fake driver's CDI device ID for a claim.
-func cdiFor(claimName string) string { return "example.com/gpu=" + claimName }
+func cdiFor(claimName string) string { return fake.CDIDeviceID(claimName) }
 
-func (d *driver) NodePrepareResources(ctx context.Context, req *drapb.NodePrepareResourcesRequest) (*drapb.NodePrepareResourcesResponse, error) {
-	d.mu.Lock()
-	c := call{method: "prepare"}
-	for _, cl := range req.Claims {
-		c.uids = append(c.uids, cl.Uid)
-		d.prepared[cl.Uid]++
+func (d driver) getCalls() []call {
+	var out []call
+	for _, c := range d.Calls() {
+		m := "prepare"
+		if c.Method == fake.Unprepare {
+			m = "unprepare"
+		}
+		out = append(out, call{method: m, uids: c.UIDs})
 	}
-	d.calls = append(d.calls, c)
-	fn := d.prepareFn
-	d.mu.Unlock()
-	if fn != nil {
-		return fn(ctx, req)
-	}
-	resp := &drapb.NodePrepareResourcesResponse{Claims: map[string]*drapb.NodePrepareResourceResponse{}}
-	for _, cl := range req.Claims {
-		resp.Claims[cl.Uid] = &drapb.NodePrepareResourceResponse{Devices: []*drapb.Device{
-			{RequestNames: []string{"gpu"}, PoolName: "pool", DeviceName: "dev-" + cl.Name, CdiDeviceIds: []string{cdiFor(cl.Name)}},
-		}}
-	}
-	return resp, nil
+	return out
 }
 
-func (d *driver) NodeUnprepareResources(ctx context.Context, req *drapb.NodeUnprepareResourcesRequest) (*drapb.NodeUnprepareResourcesResponse, error) {
-	d.mu.Lock()
-	c := call{method: "unprepare"}
-	for _, cl := range req.Claims {
-		c.uids = append(c.uids, cl.Uid)
-	}
-	d.calls = append(d.calls, c)
-	fn := d.unprepFn
-	d.mu.Unlock()
-	if fn != nil {
-		return fn(ctx, req)
-	}
-	resp := &drapb.NodeUnprepareResourcesResponse{Claims: map[string]*drapb.NodeUnprepareResourceResponse{}}
-	for _, cl := range req.Claims {
-		resp.Claims[cl.Uid] = &drapb.NodeUnprepareResourceResponse{}
-	}
-	return resp, nil
-}
-
-func (d *driver) getCalls() []call {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return append([]call(nil), d.calls...)
-}
-
-func (d *driver) setPrepare(fn func(context.Context, *drapb.NodePrepareResourcesRequest) (*drapb.NodePrepareResourcesResponse, error)) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.prepareFn = fn
-}
-
-func (d *driver) setUnprepare(fn func(context.Context, *drapb.NodeUnprepareResourcesRequest) (*drapb.NodeUnprepareResourcesResponse, error)) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.unprepFn = fn
-}
-
-// stop ends both servers at once (the process dies): the registration
-// socket is removed, so the plugin manager deregisters the driver.
-func (d *driver) stop() {
-	d.dra.Stop()
-	d.reg.Stop()
-}
+func (d driver) setPrepare(f fake.PrepareFunc)     { d.SetPrepare(f) }
+func (d driver) setUnprepare(f fake.UnprepareFunc) { d.SetUnprepare(f) }
+func (d driver) stop()                             { d.Stop() }
 
 // env is a node: a Manager as the DRAPlugin handler of a running plugin
 // manager, a claim store, and the drivers started in it.
@@ -229,51 +148,23 @@ func (e *env) stopManager() {
 
 // startDriver serves a driver and waits until the plugin manager told it
 // it is registered.
-func (e *env) startDriver(name string, versions ...string) *driver {
+func (e *env) startDriver(name string, versions ...string) driver {
 	e.t.Helper()
 	return e.startDriverAt(name, name, versions...)
 }
 
 // startDriverAt serves an instance of the driver with sockets of its own
-// (a rolling update's new pod).
-func (e *env) startDriverAt(name, instance string, versions ...string) *driver {
+// (a rolling update's new pod) and waits until the plugin manager told it
+// it is registered.
+func (e *env) startDriverAt(name, instance string, versions ...string) driver {
 	e.t.Helper()
-	if len(versions) == 0 {
-		versions = []string{drapb.DRAPluginService}
-	}
-	d := &driver{name: name, versions: versions, prepared: map[string]int{}, told: make(chan *registerapi.RegistrationStatus, 4)}
-	dir := filepath.Join(e.root, "plugins", instance)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	d := driver{fake.New(name, versions...)}
+	if err := d.Serve(filepath.Join(e.root, "plugins", instance, "dra.sock"), filepath.Join(e.regDir, instance+"-reg.sock")); err != nil {
 		e.t.Fatal(err)
 	}
-	d.endpoint = filepath.Join(dir, "dra.sock")
-	os.Remove(d.endpoint)
-	lis, err := net.Listen("unix", d.endpoint)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	d.dra = grpc.NewServer()
-	if slices.Contains(versions, drapbv1beta1.DRAPluginService) {
-		drapbv1beta1.RegisterDRAPluginServer(d.dra, drapbv1beta1.V1ServerWrapper{DRAPluginServer: d})
-	}
-	if slices.Contains(versions, drapb.DRAPluginService) {
-		drapb.RegisterDRAPluginServer(d.dra, d)
-	}
-	go func() { _ = d.dra.Serve(lis) }()
-	if err := os.MkdirAll(e.regDir, pluginmanager.DirMode); err != nil {
-		e.t.Fatal(err)
-	}
-	d.regPath = filepath.Join(e.regDir, instance+"-reg.sock")
-	rl, err := net.Listen("unix", d.regPath)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	d.reg = grpc.NewServer()
-	registerapi.RegisterRegistrationServer(d.reg, registrar{d: d})
-	go func() { _ = d.reg.Serve(rl) }()
-	e.t.Cleanup(d.stop)
+	e.t.Cleanup(d.Stop)
 	select {
-	case s := <-d.told:
+	case s := <-d.Registration():
 		if !s.PluginRegistered {
 			e.t.Fatalf("driver %s not registered: %s", name, s.Error)
 		}

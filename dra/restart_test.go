@@ -55,8 +55,8 @@ func TestRestartKeepsClaims(t *testing.T) {
 	if len(calls) != 2 || calls[0].method != "unprepare" || calls[0].uids[0] != "uid-c2" || calls[1].method != "unprepare" || calls[1].uids[0] != "uid-c1" {
 		t.Fatalf("calls after restart %v", calls)
 	}
-	if d.prepared["uid-c1"] != 1 || len(d2.prepared) != 0 {
-		t.Errorf("prepared counts %v then %v", d.prepared, d2.prepared)
+	if d.Prepared()["uid-c1"] != 1 || len(d2.Prepared()) != 0 {
+		t.Errorf("prepared counts %v then %v", d.Prepared(), d2.Prepared())
 	}
 	if len(e.mgr.Claims()) != 0 {
 		t.Errorf("claims left %+v", e.mgr.Claims())
@@ -156,12 +156,13 @@ func TestConcurrentPods(t *testing.T) {
 			}
 		}
 	}
-	for uid, n := range d.prepared {
+	prepared := d.Prepared()
+	for uid, n := range prepared {
 		if (n != 1 && !strings.HasPrefix(uid, "uid-shared")) || unprepared[uid] != 1 {
 			t.Errorf("claim %s prepared %d times, unprepared %d times", uid, n, unprepared[uid])
 		}
 	}
-	if len(d.prepared) != pods+shared || len(e.mgr.Claims()) != 0 {
-		t.Errorf("%d claims prepared, %d left", len(d.prepared), len(e.mgr.Claims()))
+	if len(prepared) != pods+shared || len(e.mgr.Claims()) != 0 {
+		t.Errorf("%d claims prepared, %d left", len(prepared), len(e.mgr.Claims()))
 	}
 }
