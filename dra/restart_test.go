@@ -166,3 +166,62 @@ func TestConcurrentPods(t *testing.T) {
 		t.Errorf("%d claims prepared, %d left", len(prepared), len(e.mgr.Claims()))
 	}
 }
+
+// Pods prepared and unprepared while a second instance of their driver
+// registers and goes again and again (-race): every call either succeeds
+// or fails with a driver error (or, after a failed unprepare, refuses the
+// claim being unprepared), and once the churn is over every pod finishes
+// its unprepare, prepares and unprepares.
+func TestRegistrationChurn(t *testing.T) {
+	e := newEnv(t)
+	e.startDriverAt("gpu.example.com", "gpu-a")
+	const pods = 10
+	var ps []*podT
+	for i := range pods {
+		p := pod("ns", fmt.Sprintf("p%d", i), fmt.Sprintf("uid-p%d", i), fmt.Sprintf("c%d", i))
+		ps = append(ps, p)
+		e.claims.put(claim("ns", fmt.Sprintf("c%d", i), fmt.Sprintf("uid-c%d", i), "gpu.example.com", p))
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if err := e.mgr.PrepareResources(context.Background(), p); err != nil && !errorsIs(err, dra.ErrDriver) && !errorsIs(err, dra.ErrClaimNotUsable) {
+					t.Errorf("prepare: %v", err)
+					return
+				}
+				if err := e.mgr.UnprepareResources(context.Background(), p); err != nil && !errorsIs(err, dra.ErrDriver) {
+					t.Errorf("unprepare: %v", err)
+					return
+				}
+			}
+		})
+	}
+	for range 5 {
+		b := e.startDriverAt("gpu.example.com", "gpu-b")
+		b.Stop()
+		e.waitDeregistered("gpu.example.com")
+	}
+	close(done)
+	wg.Wait()
+	for _, p := range ps {
+		// An unprepare the churn failed is finished first (the claim
+		// refuses new prepares while it is being unprepared).
+		if err := e.mgr.UnprepareResources(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+		mustPrepare(t, e.mgr, p)
+		if err := e.mgr.UnprepareResources(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := e.mgr.Claims(); len(c) != 0 {
+		t.Errorf("claims left %+v", c)
+	}
+}
