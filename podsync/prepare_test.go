@@ -45,6 +45,20 @@ func TestPrepareResourcesBeforeSandbox(t *testing.T) {
 	if !slices.Equal(p.calls, []string{"web"}) || p.sandboxes[0] != 0 || h.fake.CallCount("RunPodSandbox") != 1 {
 		t.Fatalf("prepares %v with %v sandboxes before; %d sandboxes", p.calls, p.sandboxes, h.fake.CallCount("RunPodSandbox"))
 	}
+	// The sandbox dies: the sync that makes a new one prepares again
+	// first (drivers answer idempotently; the DRA manager does not call
+	// them for claims it prepared).
+	st, err := h.syncer.Status(context.Background(), pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.fake.StopPodSandbox(context.Background(), st.SandboxStatuses[0].Id); err != nil {
+		t.Fatal(err)
+	}
+	h.converge(pod, 10)
+	if !slices.Equal(p.calls, []string{"web", "web"}) || p.sandboxes[1] != 1 || h.fake.CallCount("RunPodSandbox") != 2 {
+		t.Fatalf("prepares %v with %v sandboxes before; %d sandboxes", p.calls, p.sandboxes, h.fake.CallCount("RunPodSandbox"))
+	}
 }
 
 // A failed prepare fails the sync with kubelet's event: no sandbox, no
