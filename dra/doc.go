@@ -32,6 +32,8 @@
 //     (drivers answer idempotently).
 //   - DeviceOptions (podsync.WithDevices) gives each container the CDI
 //     device IDs of the claims it lists, as kubelet's GetResources.
+//   - GetDynamicResources (podresources.WithDynamicResources) gives the
+//     pod-resources API a container's claims and devices, as kubelet's.
 //   - UnprepareResources (podworker.WithResourceClaims calls it once the
 //     pod's containers are stopped): claims no other pod uses go to
 //     NodeUnprepareResources per driver, then leave the cache and the
