@@ -116,6 +116,13 @@ var rules = map[string]rule{
 	// csi/fake: a CSI node driver for tests.
 	"csi":      {module: []string{"internal/...", "validation"}, forbid: heavyDeps},
 	"csi/fake": {forbid: heavyDeps},
+
+	// dra: kubelet's DRA manager (issue 39), floor 6 beside volumemanager;
+	// criconfig for the DeviceOptions it gives podsync, pluginmanager's
+	// Handler and podsync's seams by method set alone.
+	"dra": {module: []string{"criconfig", "internal/..."}, forbid: heavyDeps},
+	// dra/fake: a DRA driver for tests (registration and dra.v1 sockets).
+	"dra/fake": {forbid: heavyDeps},
 }
 
 type pkg struct {

@@ -59,6 +59,7 @@ type options struct {
 	trace        func(Step)
 	mounter      mounts.Mounter
 	devices      Devices
+	preparer     ResourcePreparer // WithResourcePreparer (prepare.go)
 }
 
 // Defaults, as kubelet's.
@@ -435,6 +436,14 @@ func (s *Syncer) SyncPod(ctx context.Context, pod *corev1.Pod, status *PodStatus
 		}
 	}
 	s.pruneInitContainers(ctx, pod, status)
+	if actions.CreateSandbox {
+		// Kubelet prepares DRA claims right before it creates the sandbox
+		// (and before the sandbox config, which may warn): prepare.go.
+		if err := s.prepareResources(ctx, pod); err != nil {
+			result.SyncError = err
+			return result
+		}
+	}
 
 	podIPs := status.IPs
 	sandboxID := actions.SandboxID

@@ -225,7 +225,7 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 				if evicted != nil {
 					evicted(&final)
 				}
-				err = w.unmountVolumes(ctx, pod) // volumes.go
+				err = w.unprepareThenUnmount(ctx, pod) // claims.go, volumes.go
 				if err == nil && w.o.cgroups != nil {
 					err = w.o.cgroups.RemovePod(ctx, pod)
 				}

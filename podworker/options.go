@@ -40,6 +40,8 @@ type options struct {
 
 	periodicRemount bool       // WithPeriodicRemount (refresh.go)
 	volumes         PodVolumes // WithVolumeManager (volumes.go)
+
+	claims ResourceUnpreparer // WithResourceClaims (claims.go)
 }
 
 // PodCgroups makes each pod's cgroup before its sandbox, removes it once
