@@ -141,7 +141,9 @@ func Run(ctx context.Context, cfg Config) error {
 
 	a.host = criconfig.FromHost(criconfig.Node{Name: cfg.NodeName, RootDir: cfg.RootDir, PodLogsDir: cfg.PodLogsDir,
 		ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, CgroupRoot: cfg.CgroupRoot, CgroupDriver: cfg.CgroupDriver,
-		ResolvConf: cfg.ResolvConf, NoResolvConf: cfg.NoResolvConf})
+		ResolvConf: cfg.ResolvConf, NoResolvConf: cfg.NoResolvConf,
+		// Resource claims are prepared by the DRA manager (dra.go).
+		DynamicResourceAllocation: true})
 	v, err := cfg.Runtime.Version(ctx, "v1")
 	if err != nil {
 		return fmt.Errorf("runtime version: %w", err)
@@ -185,6 +187,12 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	plugins.AddHandler("CSIPlugin", plugin)
+	claims, err := a.newDRA(ctx, logger)
+	if err != nil {
+		return err
+	}
+	defer claims.Close()
+	plugins.AddHandler("DRAPlugin", claims)
 	if a.dm, err = a.newDeviceManager(logger); err != nil {
 		return err
 	}
@@ -254,7 +262,7 @@ func Run(ctx context.Context, cfg Config) error {
 		podsync.WithNode(a.host), podsync.WithMounter(mounter),
 		podsync.WithRootDir(cfg.RootDir), podsync.WithPodLogsDir(cfg.PodLogsDir),
 		podsync.WithRecorder(recorder), podsync.WithProbes(prober),
-		podsync.WithVolumes(a.volumeProvider()), podsync.WithDevices(a.dm),
+		podsync.WithVolumes(a.volumeProvider()), podsync.WithDevices(podsync.JoinDevices(claims, a.dm)), podsync.WithResourcePreparer(claims),
 		// Services give every container KUBERNETES_SERVICE_HOST and _PORT
 		// (client-go's in-cluster config) and, with enableServiceLinks, its
 		// namespace's service variables.
@@ -302,7 +310,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	workerOpts = append(workerOpts, podworker.WithAdmission(admit), podworker.WithVolumeManager(a.vm),
+	workerOpts = append(workerOpts, podworker.WithAdmission(admit), podworker.WithVolumeManager(a.vm), podworker.WithResourceClaims(claims),
 		podworker.WithRuntimeName(v.RuntimeName), podworker.WithHostIPs(hostIPs...),
 		podworker.WithProbes(prober), podworker.WithPullSecrets(func(ctx context.Context, pod *corev1.Pod) ([]corev1.Secret, error) {
 			a.trace(pod, "sync", 0, false)
@@ -317,7 +325,8 @@ func Run(ctx context.Context, cfg Config) error {
 		}))
 	a.workers = podworker.New(syncer, workerOpts...)
 	defer a.workers.Close()
-	if err := a.startDevices(ctx, a.dm, plugins, nil, wg.Go); err != nil {
+	wg.Go(func() { a.reconcileClaims(ctx, claims, cfg.Clock) })
+	if err := a.startDevices(ctx, a.dm, plugins, claims, wg.Go); err != nil {
 		return err
 	}
 	defer a.dm.Stop()

@@ -18,6 +18,8 @@ import (
 	fakecoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1/fake"
 	corev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	fakecorev1 "k8s.io/client-go/kubernetes/typed/core/v1/fake"
+	resourcev1 "k8s.io/client-go/kubernetes/typed/resource/v1"
+	fakeresourcev1 "k8s.io/client-go/kubernetes/typed/resource/v1/fake"
 	storagev1 "k8s.io/client-go/kubernetes/typed/storage/v1"
 	fakestoragev1 "k8s.io/client-go/kubernetes/typed/storage/v1/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -27,7 +29,7 @@ import (
 // the same field-managed object tracker over the same scheme, reactors and
 // fake discovery) for the API groups the agent calls. kubernetes/fake
 // imports the fake clients of all ~55 group versions: ~30 s of CPU to
-// compile under -race (issue 27), for the six used here. Any other group
+// compile under -race (issue 27), for the seven used here. Any other group
 // is the nil embedded Interface: a call to it panics, naming the method.
 type fakeClientset struct {
 	kubernetes.Interface // nil: the groups below only
@@ -73,6 +75,10 @@ func (c *fakeClientset) IsWatchListSemanticsUnSupported() bool { return true }
 
 func (c *fakeClientset) CoreV1() corev1.CoreV1Interface {
 	return &fakecorev1.FakeCoreV1{Fake: &c.Fake}
+}
+
+func (c *fakeClientset) ResourceV1() resourcev1.ResourceV1Interface {
+	return &fakeresourcev1.FakeResourceV1{Fake: &c.Fake}
 }
 
 func (c *fakeClientset) CoordinationV1() coordinationv1.CoordinationV1Interface {
