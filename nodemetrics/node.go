@@ -49,7 +49,7 @@ type Metrics struct {
 
 	mu          sync.Mutex
 	lastRelist  time.Time
-	seen        map[types.UID]time.Time // first seen, until observed running
+	seen        map[types.UID]time.Time // first seen; zero once observed running
 	starts      map[types.UID]*startState
 	excluded    map[types.UID]bool
 	firstNetPod bool

@@ -227,6 +227,8 @@ func TestPodStartLatency(t *testing.T) {
 	p.Status = running
 	m.ObservedPodOnWatch(p)
 	m.ObservedPodOnWatch(p) // recorded once
+	m.Seen(pod.UID)         // the status write's echo: not seen anew
+	m.OnSync(pod.UID, podworker.PodState{Pod: pod, APIStatus: running})
 	fams := gather(t, m.Gatherer())
 	for name, want := range map[string]float64{
 		"kubelet_pod_start_duration_seconds":       5,  // seen at t0, Running at t0+5s

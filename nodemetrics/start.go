@@ -29,8 +29,9 @@ type startState struct {
 
 // Seen notes the first time the node saw pod (kubelet's
 // kubernetes.io/config.seen): call it where the agent hands the pod to
-// its worker. kubelet_pod_start_duration_seconds runs from then to the
-// pod's first Running status.
+// its worker, before the worker may sync it. kubelet_pod_start_duration_seconds
+// runs from then to the pod's first Running status; a pod that ends
+// otherwise is forgotten when it is removed or watched terminal.
 func (m *Metrics) Seen(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -74,9 +75,9 @@ func (m *Metrics) OnSync(uid types.UID, s podworker.PodState) {
 		delete(m.excluded, uid)
 		return
 	}
-	if first, ok := m.seen[uid]; ok && s.APIStatus.Phase == corev1.PodRunning {
+	if first, ok := m.seen[uid]; ok && !first.IsZero() && s.APIStatus.Phase == corev1.PodRunning {
 		m.podStart.Observe(now.Sub(first).Seconds())
-		delete(m.seen, uid)
+		m.seen[uid] = time.Time{} // observed: kept (zero) until the pod goes
 	}
 	st := m.starts[uid]
 	if st == nil || st.recorded || !st.observedRunning.IsZero() {
@@ -102,6 +103,7 @@ func (m *Metrics) ObservedPodOnWatch(pod *corev1.Pod) {
 	defer m.mu.Unlock()
 	if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
 		delete(m.starts, pod.UID)
+		delete(m.seen, pod.UID) // never Running (a rejected pod): forgotten
 		return
 	}
 	st := m.starts[pod.UID]
