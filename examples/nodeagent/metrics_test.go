@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
 	fakemount "github.com/podstart/podstart/mounts/fake"
@@ -77,4 +78,34 @@ func TestNodeMetricsFed(t *testing.T) {
 	if v, _ := sample("kubelet_pleg_relist_duration_seconds", nil); v == 0 {
 		t.Error("no relist observed")
 	}
+}
+
+// The sandbox image: containerd 1.x's from its CRI config, else the one
+// pinned image.
+func TestSandboxImage(t *testing.T) {
+	if got := sandboxImageFromConfig(`{"sandboxImage":"registry.k8s.io/pause:3.10","enableSelinux":false}`); got != "registry.k8s.io/pause:3.10" {
+		t.Errorf("from config: %q", got)
+	}
+	if got := sandboxImageFromConfig(`{"containerdRootDir":"/var/lib/containerd"}`); got != "" {
+		t.Errorf("from a config without it: %q", got)
+	}
+	ctx := context.Background()
+	rt := pinnedImages{fake.New(), []*runtimeapi.Image{{Id: "sha256:p", RepoTags: []string{"registry.k8s.io/pause:3.10"}, Pinned: true},
+		{Id: "sha256:b", RepoTags: []string{"busybox:1.35"}}}}
+	if got := sandboxImage(ctx, rt); got != "registry.k8s.io/pause:3.10" {
+		t.Errorf("pinned: %q", got)
+	}
+	if got := sandboxImage(ctx, fake.New()); got != "" {
+		t.Errorf("nothing pinned: %q", got)
+	}
+}
+
+// pinnedImages answers ListImages with its images (runtime/fake pins none).
+type pinnedImages struct {
+	*fake.Runtime
+	images []*runtimeapi.Image
+}
+
+func (p pinnedImages) ListImages(context.Context, *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
+	return p.images, nil
 }

@@ -67,7 +67,7 @@ func (a *agent) serveNodeAPI(ctx context.Context) error {
 		Summary:       a.summary(),
 		Metrics:       a.resourceMetrics(),
 	}
-	c.NodeMetrics, c.ProbeMetrics, c.CadvisorMetrics = a.metricsHandlers()
+	c.NodeMetrics, c.ProbeMetrics, c.CadvisorMetrics = a.metricsHandlers(ctx)
 	srv, err := nodeapi.New(c)
 	if err != nil {
 		return err
