@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/tls"
+	"fmt"
 	"net/http"
 	"slices"
 	"sort"
@@ -61,6 +62,11 @@ func compareMetricScrapes(t *testing.T, c *cluster.Cluster, agentURL, kubeletURL
 	var onlyAgent, onlyKubelet []string
 	for _, path := range []string{"/metrics", "/metrics/probes", "/metrics/cadvisor"} {
 		a, k := scrape(agentURL+path), scrape(kubeletURL+path)
+		if path == "/metrics/cadvisor" {
+			for _, name := range []string{"container_memory_working_set_bytes", "container_network_receive_bytes_total"} {
+				t.Logf("%s: agent %s; kubelet %s", name, sampleSeries(a[name], "-logs"), sampleSeries(k[name], "-logs"))
+			}
+		}
 		for name := range ours {
 			af, kf := a[name], k[name]
 			switch {
@@ -113,4 +119,26 @@ func labelNameSets(f *dto.MetricFamily) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// sampleSeries shows the series of f whose pod label ends in podSuffix.
+func sampleSeries(f *dto.MetricFamily, podSuffix string) string {
+	if f == nil {
+		return "none"
+	}
+	var out []string
+	for _, m := range f.Metric {
+		var labels []string
+		pod := ""
+		for _, l := range m.Label {
+			labels = append(labels, l.GetName()+"="+l.GetValue())
+			if l.GetName() == "pod" {
+				pod = l.GetValue()
+			}
+		}
+		if strings.HasSuffix(pod, podSuffix) {
+			out = append(out, "{"+strings.Join(labels, ",")+"}")
+		}
+	}
+	return fmt.Sprintf("%d series, %s", len(f.Metric), strings.Join(out, " "))
 }
