@@ -85,6 +85,10 @@ var rules = map[string]rule{
 	// nodeapi: the node's HTTP API, a top floor beside statusmanager,
 	// serving podworker's pods and the runtime's streams (no client-go).
 	"nodeapi": {module: []string{"podworker", "podsync", "runtime"}, forbid: heavyDeps},
+	// nodemetrics: kubelet's /metrics, /metrics/probes and /metrics/cadvisor
+	// (issue 41), a top floor beside nodeapi, fed by the hooks of the
+	// floors below (client_golang, not component-base).
+	"nodemetrics": {module: []string{"podworker", "podsync", "probes", "eviction", "imagegc", "images"}, forbid: heavyDeps},
 	// statusmanager: the top floor, writing podworker's statuses to an
 	// API server through its own small Client (no client-go).
 	"statusmanager":      {module: []string{"podworker", "apistatus", "podsync"}, forbid: heavyDeps},

@@ -22,6 +22,9 @@
 //   - /stats/summary (Config.Summary; ?only_cpu_and_memory=true) and
 //     /metrics/resource (Config.Metrics), what metrics-server and
 //     `kubectl top` read.
+//   - /metrics, /metrics/probes and /metrics/cadvisor when Config gives
+//     their handlers (package nodemetrics), plain handlers serving every
+//     method, as kubelet's.
 //   - /healthz, /pods (the node's pods with their statuses, a v1
 //     PodList) and /runningpods/ (what the runtime runs).
 //
@@ -48,8 +51,8 @@
 //     whatever the runtime's streaming server speaks) unchanged; kubelet
 //     translates WebSockets with client-go's executor, which a library
 //     package here must not import.
-//   - Not served (404): /metrics (kubelet's own), /metrics/cadvisor,
-//     /metrics/probes, /configz, /flagz, /statusz, /logs/ (the node's log
+//   - Not served (404): /metrics, /metrics/cadvisor and /metrics/probes
+//     without their handlers, /configz, /flagz, /statusz, /logs/ (the node's log
 //     files), /checkpoint/, /allocatedPods, /debug/pprof.
 //   - An unauthenticated server must be asked for (Config.Insecure); kubelet
 //     would serve anonymous requests if configured to.

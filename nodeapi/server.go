@@ -75,6 +75,11 @@ type Config struct {
 	// (nil: 501).
 	Summary SummaryProvider
 	Metrics ResourceMetrics
+	// NodeMetrics, ProbeMetrics and CadvisorMetrics serve kubelet's
+	// /metrics, /metrics/probes and /metrics/cadvisor (package
+	// nodemetrics' handlers), authorized as nodes/metrics; nil: 404, as
+	// an unknown path.
+	NodeMetrics, ProbeMetrics, CadvisorMetrics http.Handler
 	// SplitLogStreams honours stream=Stdout and stream=Stderr in log
 	// queries, as kubelet with its PodLogsQuerySplitStreams gate (alpha,
 	// off by default: then a stream other than All is refused, as
@@ -115,6 +120,11 @@ func New(c Config) (*Server, error) {
 	s.route("/runningpods/", s.runningPods, http.MethodGet)
 	s.route("/stats/summary", s.summary, http.MethodGet, http.MethodPost)
 	s.route("/metrics/resource", s.metrics)
+	for path, h := range map[string]http.Handler{"/metrics": c.NodeMetrics, "/metrics/probes": c.ProbeMetrics, "/metrics/cadvisor": c.CadvisorMetrics} {
+		if h != nil {
+			s.mux.Handle(path, h)
+		}
+	}
 	s.route("/containerLogs/{ns}/{pod}/{container}", s.containerLogs, http.MethodGet)
 	getPost := []string{http.MethodGet, http.MethodPost}
 	s.route("/exec/{ns}/{pod}/{container}", s.exec, getPost...)

@@ -28,6 +28,7 @@ type options struct {
 	gcPolicy     podsync.GCPolicy
 	secrets      func(context.Context, *corev1.Pod) ([]corev1.Secret, error)
 	onSync       []func(types.UID, PodState)
+	onRelist     []func(Relisted)
 	logger       logr.Logger
 	syncDeadline time.Duration
 	probes       *probes.Manager
@@ -149,6 +150,14 @@ func WithPullSecrets(f func(context.Context, *corev1.Pod) ([]corev1.Secret, erro
 // that pod.
 func WithOnSync(f func(types.UID, PodState)) Option {
 	return func(o *options) { o.onSync = append(o.onSync, f) }
+}
+
+// WithOnRelist adds f to the listeners called after each node-wide
+// relist (kubelet's PLEG relist), periodic or woken by a container
+// event, from the relisting goroutine: f must not block for long nor
+// change what it is given.
+func WithOnRelist(f func(Relisted)) Option {
+	return func(o *options) { o.onRelist = append(o.onRelist, f) }
 }
 
 // WithLogger sets the logger (default: discard).

@@ -9,11 +9,24 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/runtime"
 )
 
 // The node-wide relist (kubelet's generic PLEG) and the runtime's
 // container events, which wake the pods that changed.
+
+// Relisted is one node-wide relist, as WithOnRelist listeners see it.
+type Relisted struct {
+	// Start is when the relist began, Duration how long it took.
+	Start    time.Time
+	Duration time.Duration
+	// Pods are every pod the runtime has (kubelet's labels), by UID, with
+	// their sandboxes and containers; nil when Err is set. Shared: not to
+	// be changed.
+	Pods map[types.UID]*podsync.PodStatus
+	Err  error
+}
 
 // Relist relists the node now and wakes the pods that changed.
 func (w *Workers) Relist(ctx context.Context) error {
@@ -21,7 +34,17 @@ func (w *Workers) Relist(ctx context.Context) error {
 	w.gen++
 	gen := w.gen
 	w.mu.Unlock()
+	start := w.o.clock.Now()
 	statuses, changed, err := w.syncer.StatusCache().Relist(ctx)
+	if len(w.o.onRelist) > 0 {
+		r := Relisted{Start: start, Duration: w.o.clock.Since(start), Pods: statuses, Err: err}
+		if err != nil {
+			r.Pods = nil
+		}
+		for _, f := range w.o.onRelist {
+			f(r)
+		}
+	}
 	if err != nil {
 		return err
 	}

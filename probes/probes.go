@@ -141,6 +141,26 @@ func WithOnChange(f func(podUID types.UID)) Option {
 	return func(m *Manager) { m.onChange = append(m.onChange, f) }
 }
 
+// ProbeRun is one probe of a container that produced a result, or the end
+// of a container's probe worker (Stopped), as kubelet's prober metrics
+// count them (prober_probe_total, prober_probe_duration_seconds).
+type ProbeRun struct {
+	Kind           Kind
+	Namespace, Pod string
+	PodUID         types.UID
+	Container      string
+	Result         podsync.ProbeResult
+	Duration       time.Duration // from the start of the worker's turn
+	Stopped        bool          // the worker ended: forget its series
+}
+
+// WithOnProbe adds f to the listeners called (from a worker goroutine)
+// after each probe that produced a result (an errored probe produces
+// none, as kubelet's), and once when a worker ends.
+func WithOnProbe(f func(ProbeRun)) Option {
+	return func(m *Manager) { m.onProbe = append(m.onProbe, f) }
+}
+
 // WithHTTPClient sets the client for HTTP probes (default: no keep-alive,
 // TLS without verification, redirects only on the same host, as kubelet).
 func WithHTTPClient(c *http.Client) Option { return func(m *Manager) { m.http = c } }
@@ -155,6 +175,7 @@ type Manager struct {
 	clock    clock.WithTicker
 	recorder EventRecorder
 	onChange []func(types.UID)
+	onProbe  []func(ProbeRun)
 	http     *http.Client
 	log      logr.Logger
 	start    time.Time // when the Manager was made, as kubelet's start

@@ -85,6 +85,9 @@ func (w *worker) run() {
 	t := w.m.clock.NewTicker(period)
 	defer func() { t.Stop() }()
 	defer w.m.exited(w)
+	if len(w.m.onProbe) > 0 {
+		defer w.report(podsync.ProbeUnknown, 0, true)
+	}
 	for w.doProbe() {
 		select {
 		case <-w.ctx.Done():
@@ -101,6 +104,7 @@ func (w *worker) run() {
 // doProbe is kubelet's worker.doProbe: it probes once and records the
 // result; false stops the worker.
 func (w *worker) doProbe() bool {
+	start := w.m.clock.Now()
 	w.m.mu.Lock()
 	pod, status, seen := w.pod, w.status, w.seen
 	w.m.mu.Unlock()
@@ -168,6 +172,7 @@ func (w *worker) doProbe() bool {
 	if err != nil {
 		return true // as kubelet: an error is no result at all
 	}
+	w.report(result, w.m.clock.Since(start), false)
 	if w.lastResult == result {
 		w.resultRun++
 	} else {
@@ -184,6 +189,24 @@ func (w *worker) doProbe() bool {
 		w.onHold, w.resultRun = true, 0
 	}
 	return true
+}
+
+// report tells the WithOnProbe listeners of a probe's result, or that the
+// worker stopped.
+func (w *worker) report(result podsync.ProbeResult, took time.Duration, stopped bool) {
+	if len(w.m.onProbe) == 0 {
+		return
+	}
+	w.m.mu.Lock()
+	pod := w.pod
+	w.m.mu.Unlock()
+	r := ProbeRun{Kind: w.key.kind, PodUID: w.key.uid, Container: w.container.Name, Result: result, Duration: took, Stopped: stopped}
+	if pod != nil {
+		r.Namespace, r.Pod = pod.Namespace, pod.Name
+	}
+	for _, f := range w.m.onProbe {
+		f(r)
+	}
 }
 
 func (w *worker) isRestartableInit(pod *corev1.Pod) bool {

@@ -33,6 +33,7 @@ import (
 	"github.com/podstart/podstart/imagegc"
 	"github.com/podstart/podstart/images"
 	"github.com/podstart/podstart/mounts"
+	"github.com/podstart/podstart/nodemetrics"
 	"github.com/podstart/podstart/nodestatus"
 	"github.com/podstart/podstart/pluginmanager"
 	"github.com/podstart/podstart/podsync"
@@ -109,6 +110,10 @@ type Config struct {
 	// steps, the status manager's reads and patches), from the
 	// goroutines doing the work: it must not block.
 	Trace func(TraceEvent)
+	// Metrics, if set, is the node's /metrics registry, whose
+	// UnaryClientInterceptor the caller gave runtime.Dial (runtime
+	// operations are counted there); nil: the agent makes its own.
+	Metrics *nodemetrics.Metrics
 }
 
 type agent struct {
@@ -128,6 +133,10 @@ type agent struct {
 	watches        *objectWatches  // the Secrets and ConfigMaps the pods refer to
 	pods           cache.Store     // the informer's pods bound to this node
 	stats          *stats.Provider // nil on a runtime without CRI stats
+	// metrics and probeMetrics are kubelet's /metrics and /metrics/probes
+	// (metrics.go).
+	metrics      *nodemetrics.Metrics
+	probeMetrics *nodemetrics.Probes
 }
 
 // Run runs the agent until ctx ends. Pods keep running on the runtime when
@@ -138,6 +147,9 @@ func Run(ctx context.Context, cfg Config) error {
 	defer wg.Wait() // after cancel: every goroutine started here has ended
 	defer cancel()
 	a := &agent{Config: cfg}
+	if err := a.initMetrics(); err != nil {
+		return err
+	}
 
 	a.host = criconfig.FromHost(criconfig.Node{Name: cfg.NodeName, RootDir: cfg.RootDir, PodLogsDir: cfg.PodLogsDir,
 		ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, CgroupRoot: cfg.CgroupRoot, CgroupDriver: cfg.CgroupDriver,
@@ -218,9 +230,9 @@ func Run(ctx context.Context, cfg Config) error {
 
 	hostIPs := nodeIPs(node)
 	a.host.HostIPs, a.host.Allocatable = hostIPs, node.Status.Allocatable
-	ims := images.NewManager(cfg.Runtime, images.WithRecorder(recorder))
+	ims := images.NewManager(cfg.Runtime, images.WithRecorder(a.metrics.Recorder(recorder)))
 	defer ims.Close()
-	prober := probes.New(cfg.Runtime, probes.WithRecorder(recorder))
+	prober := probes.New(cfg.Runtime, probes.WithRecorder(recorder), probes.WithOnProbe(a.probeMetrics.OnProbe))
 	defer prober.Close()
 	objects := apiObjects{cfg.Client}
 	// The Secrets and ConfigMaps the pods refer to, watched one by one as
@@ -299,7 +311,7 @@ func Run(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("image GC: the runtime does not report its image filesystem (CRI ImageFsInfo)")
 		}
 		gc, err := imagegc.New(rt, imagegc.WithPolicy(*cfg.ImageGC), imagegc.WithClock(cfg.Clock),
-			imagegc.WithRecorder(recorder, imagegc.NodeRef(cfg.NodeName)))
+			imagegc.WithRecorder(recorder, imagegc.NodeRef(cfg.NodeName)), imagegc.WithOnPass(a.metrics.OnImageGC))
 		if err != nil {
 			return err
 		}
@@ -316,7 +328,9 @@ func Run(ctx context.Context, cfg Config) error {
 			a.trace(pod, "sync", 0, false)
 			return pullSecrets.ForPod(ctx, pod)
 		}),
+		podworker.WithOnRelist(a.metrics.OnRelist),
 		podworker.WithOnSync(func(uid types.UID, st podworker.PodState) {
+			a.metrics.OnSync(uid, st)
 			// FailedToRetrieveImagePullSecret, after a pull that failed
 			// (kubelet v1.37).
 			pullSecrets.AfterSync(st.Pod, st.Result)
@@ -420,6 +434,7 @@ func (a *agent) podChanged(obj any) {
 		return
 	}
 	a.trace(pod, "watch", 0, false)
+	a.metrics.ObservedPodOnWatch(pod)
 	var err error
 	if pod.DeletionTimestamp != nil {
 		err = a.workers.Delete(pod, pod.DeletionGracePeriodSeconds)
@@ -428,6 +443,7 @@ func (a *agent) podChanged(obj any) {
 		// pod's first sync; a rejected pod is never run. Reconcile is
 		// kubelet's pod config: the echo of our own status write (a
 		// status-only change) updates the pod without a sync.
+		a.metrics.Seen(pod.UID) // before its worker may sync it
 		if err = a.workers.Reconcile(pod); err == nil {
 			a.watches.setPod(pod)
 		}
@@ -507,7 +523,7 @@ func (a *agent) newEviction(recorder record.EventRecorder, imageGC *imagegc.Mana
 	if imageGC != nil {
 		opts = append(opts, eviction.WithImageGC(imageGC))
 	}
-	return eviction.New(eviction.ProviderSource(a.stats), evictions{a}, opts...), nil
+	return eviction.New(eviction.ProviderSource(a.stats), a.metrics.EvictionKiller(evictions{a}), opts...), nil
 }
 
 // sampleStats takes the stats samples the summary's CPU rates come from

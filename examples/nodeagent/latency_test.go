@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +37,7 @@ import (
 
 	"github.com/podstart/podstart/cgroups"
 	"github.com/podstart/podstart/criconfig"
+	"github.com/podstart/podstart/nodemetrics"
 	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/test/criproxy"
 	"github.com/podstart/podstart/test/kubeletrun"
@@ -81,7 +83,13 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 	// The agent's pod-start CRI calls, timed at its client, and its trace:
 	// the breakdown of its start latency.
 	agentCRI, agentTrace := &criRecorder{}, &traceSink{}
-	rt, err := runtime.Dial(dialCtx, agentProxy.Endpoint(), agentCRI.dialOption())
+	// The agent's /metrics, counting its CRI calls as kubelet's does.
+	agentMetrics, err := nodemetrics.New(agentNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := runtime.Dial(dialCtx, agentProxy.Endpoint(), agentCRI.dialOption(),
+		runtime.WithDialOptions(grpc.WithChainUnaryInterceptor(agentMetrics.UnaryClientInterceptor())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +123,7 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 	agentAPI, agentURL := sideBySideNodeAPI(t, c)
 	runAgent(t, Config{Client: clientFor(t, c.NodeKubeconfig), Runtime: rt, NodeName: agentNode, RootDir: root,
 		PodLogsDir: filepath.Join(root, "logs"), Clock: clock.RealClock{}, PodCgroups: agentCgroups, CgroupRoot: sideBySideCgroups + "/agent",
-		NodeAPI: agentAPI, Trace: agentTrace.add})
+		NodeAPI: agentAPI, Trace: agentTrace.add, Metrics: agentMetrics})
 
 	// The kubelet, through its own guarded proxy.
 	kubeconfig, err := c.NodeKubeconfigFor(kubeletNode)
@@ -234,6 +242,7 @@ func TestStartLatencyAgainstKubelet(t *testing.T) {
 		}
 	}
 	compareNodeAPIs(t, c, agentURL, fmt.Sprintf("https://127.0.0.1:%d", kubeletPort), agentNode, kubeletNode)
+	compareMetricScrapes(t, c, agentURL, fmt.Sprintf("https://127.0.0.1:%d", kubeletPort))
 	compareContainerViews(t, admin, endpoint, agentNode+"-vols", kubeletNode+"-vols", containerView)
 	compareContainerViews(t, admin, endpoint, agentNode+"-trust", kubeletNode+"-trust", trustView)
 	median := func(node string) time.Duration {
@@ -313,8 +322,14 @@ func removeLeftovers(t *testing.T, endpoint string, nodes ...string) {
 	}
 }
 
-// sideBySideCgroups holds the two nodes' cgroup roots, agent and kubelet.
-const sideBySideCgroups = "/podstart-side-by-side"
+// sideBySideCgroups holds the two nodes' cgroup roots, agent and kubelet
+// (PODSTART_SIDE_BY_SIDE_CGROUPS, for a run beside another).
+var sideBySideCgroups = func() string {
+	if r := os.Getenv("PODSTART_SIDE_BY_SIDE_CGROUPS"); r != "" {
+		return r
+	}
+	return "/podstart-side-by-side"
+}()
 
 // startKubelet runs the real kubelet as a node of the API server until the
 // test ends, on containerd through a guarded proxy.

@@ -35,6 +35,7 @@ import (
 	"strings"
 	"syscall"
 
+	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -46,6 +47,7 @@ import (
 	"github.com/podstart/podstart/eviction"
 	"github.com/podstart/podstart/imagegc"
 	"github.com/podstart/podstart/nodeapi"
+	"github.com/podstart/podstart/nodemetrics"
 	"github.com/podstart/podstart/podworker"
 	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/runtime/fake"
@@ -106,8 +108,13 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 	var podCgroups podworker.PodCgroups
 	var gcPolicy *imagegc.Policy
 	var thresholds []eviction.Threshold
+	// The node's /metrics, whose interceptor counts the CRI calls.
+	metrics, err := nodemetrics.New(nodeName)
+	if err != nil {
+		return err
+	}
 	if endpoint != "" {
-		c, err := runtime.Dial(ctx, endpoint)
+		c, err := runtime.Dial(ctx, endpoint, runtime.WithDialOptions(grpc.WithChainUnaryInterceptor(metrics.UnaryClientInterceptor())))
 		if err != nil {
 			return err
 		}
@@ -149,6 +156,7 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 		ClusterDomain: clusterDomain,
 		ResolvConf:    resolvConf,
 		NoResolvConf:  resolvConf == "",
+		Metrics:       metrics,
 	}
 	agentCfg.AllowedUnsafeSysctls = api.unsafeSysctls
 	return Run(ctx, agentCfg)

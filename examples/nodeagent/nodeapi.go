@@ -57,7 +57,7 @@ func (n *NodeAPI) port() int32 {
 // serveNodeAPI serves the node API until ctx ends.
 func (a *agent) serveNodeAPI(ctx context.Context) error {
 	n := a.NodeAPI
-	srv, err := nodeapi.New(nodeapi.Config{
+	c := nodeapi.Config{
 		NodeName:      a.NodeName,
 		Authenticator: nodeapi.Authenticators{nodeapi.X509{ClientCAs: n.ClientCAs}, nodeapi.NewTokens(reviews{a.Client}, 0)},
 		Authorizer:    nodeapi.NewReviews(reviews{a.Client}, 0, 0),
@@ -66,7 +66,9 @@ func (a *agent) serveNodeAPI(ctx context.Context) error {
 		Logs:          a.logReader(),
 		Summary:       a.summary(),
 		Metrics:       a.resourceMetrics(),
-	})
+	}
+	c.NodeMetrics, c.ProbeMetrics, c.CadvisorMetrics = a.metricsHandlers(ctx)
+	srv, err := nodeapi.New(c)
 	if err != nil {
 		return err
 	}
