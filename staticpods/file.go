@@ -51,6 +51,18 @@ func NewFileSource(path, nodeName string, opts ...Option) (*FileSource, error) {
 // should be left as they are (kubelet sends no update then); a missing
 // path reads as no pods.
 func (s *FileSource) Read() (pods []*corev1.Pod, refused []Refusal, ok bool) {
+	entries, refused, ok := s.read()
+	pods, dups := dedupe(entries)
+	return pods, append(refused, dups...), ok
+}
+
+// entry is one manifest read: its path and its pod.
+type entry struct {
+	path string
+	pod  *corev1.Pod
+}
+
+func (s *FileSource) read() (entries []entry, refused []Refusal, ok bool) {
 	fi, err := os.Stat(s.path)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -66,26 +78,24 @@ func (s *FileSource) Read() (pods []*corev1.Pod, refused []Refusal, ok bool) {
 		if err != nil {
 			return nil, []Refusal{{s.path, err}}, false
 		}
-		return []*corev1.Pod{pod}, nil, true
+		return []entry{{s.path, pod}}, nil, true
 	default:
 		return nil, []Refusal{{s.path, ErrNotRegular}}, false
 	}
 }
 
-func (s *FileSource) readDir() (pods []*corev1.Pod, refused []Refusal, ok bool) {
-	entries, err := os.ReadDir(s.path)
+func (s *FileSource) readDir() (entries []entry, refused []Refusal, ok bool) {
+	des, err := os.ReadDir(s.path)
 	if err != nil {
 		return nil, []Refusal{{s.path, err}}, false
 	}
 	var names []string
-	for _, e := range entries {
+	for _, e := range des {
 		if !strings.HasPrefix(e.Name(), ".") {
 			names = append(names, filepath.Join(s.path, e.Name()))
 		}
 	}
 	sort.Strings(names)
-	byName := map[string]int{} // namespace/name → index in pods
-	var files []string
 	for _, p := range names {
 		fi, err := os.Stat(p)
 		if err != nil {
@@ -107,17 +117,29 @@ func (s *FileSource) readDir() (pods []*corev1.Pod, refused []Refusal, ok bool) 
 			}
 			continue
 		}
-		key := pod.Namespace + "/" + pod.Name
+		entries = append(entries, entry{p, pod})
+	}
+	return entries, refused, true
+}
+
+// dedupe keeps, of entries (in path order) defining the same namespace and
+// name, the last, as kubelet's store does.
+func dedupe(entries []entry) (pods []*corev1.Pod, dups []Refusal) {
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].path < entries[j].path })
+	byName := map[string]int{}
+	var paths []string
+	for _, e := range entries {
+		key := e.pod.Namespace + "/" + e.pod.Name
 		if i, dup := byName[key]; dup {
-			refused = append(refused, Refusal{files[i], fmt.Errorf("%w %q: also defined by %s, which is kept", ErrDuplicateName, key, p)})
-			pods[i], files[i] = pod, p
+			dups = append(dups, Refusal{paths[i], fmt.Errorf("%w %q: also defined by %s, which is kept", ErrDuplicateName, key, e.path)})
+			pods[i], paths[i] = e.pod, e.path
 			continue
 		}
 		byName[key] = len(pods)
-		pods = append(pods, pod)
-		files = append(files, p)
+		pods = append(pods, e.pod)
+		paths = append(paths, e.path)
 	}
-	return pods, refused, true
+	return pods, dups
 }
 
 // readFile reads one manifest: opened without blocking (a FIFO swapped in
@@ -200,12 +222,27 @@ func (s *FileSource) Run(ctx context.Context, out chan<- Update) error {
 			w = nil
 		}
 	}
-	list := func() error {
-		pods, refused, ok := s.Read()
+	// last holds the pods of the last read by path: a read triggered by
+	// an inotify event keeps the pod of a manifest it could not use (a file
+	// caught half written), as kubelet's watch handler leaves its store
+	// alone on an error; the periodic read drops it, as kubelet's does.
+	last := map[string]*corev1.Pod{}
+	list := func(event bool) error {
+		entries, refused, ok := s.read()
 		for _, r := range refused {
+			if old, kept := last[r.Location]; event && kept && !errors.Is(r.Err, os.ErrNotExist) {
+				entries = append(entries, entry{r.Location, old})
+			}
+		}
+		pods, dupRefusals := dedupe(entries)
+		for _, r := range append(refused, dupRefusals...) {
 			s.o.onRefused(r)
 		}
 		if ok {
+			clear(last)
+			for _, e := range entries {
+				last[e.path] = e.pod
+			}
 			updates, dups := m.merge(pods)
 			for _, d := range dups {
 				s.o.onRefused(Refusal{s.path, fmt.Errorf("%w %q", ErrDuplicateName, d.Namespace+"/"+d.Name)})
@@ -224,10 +261,11 @@ func (s *FileSource) Run(ctx context.Context, out chan<- Update) error {
 		return nil
 	}
 	watch()
-	if err := list(); err != nil {
+	if err := list(false); err != nil {
 		return err
 	}
 	for {
+		event := false
 		var events chan fsnotify.Event
 		var errs chan error
 		if w != nil {
@@ -239,6 +277,7 @@ func (s *FileSource) Run(ctx context.Context, out chan<- Update) error {
 		case <-ticker.C():
 			watch()
 		case ev, open := <-events:
+			event = true
 			if !open {
 				unwatch()
 				continue
@@ -258,7 +297,7 @@ func (s *FileSource) Run(ctx context.Context, out chan<- Update) error {
 			unwatch()
 			watch()
 		}
-		if err := list(); err != nil {
+		if err := list(event); err != nil {
 			return err
 		}
 	}
