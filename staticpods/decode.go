@@ -68,8 +68,10 @@ type manifestError struct {
 	kind error
 }
 
-func (e *manifestError) Error() string        { return e.msg }
-func (e *manifestError) Is(target error) bool { return target == e.kind || target == ErrInvalidManifest }
+func (e *manifestError) Error() string { return e.msg }
+func (e *manifestError) Is(target error) bool {
+	return target == e.kind || target == ErrInvalidManifest
+}
 
 func invalid(kind error, format string, args ...any) error {
 	return &manifestError{msg: fmt.Sprintf(format, args...), kind: kind}

@@ -24,7 +24,6 @@ func write(t *testing.T, path, data string) {
 	}
 }
 
-
 func refusedBy(refused []Refusal) map[string]error {
 	m := map[string]error{}
 	for _, r := range refused {
