@@ -199,11 +199,21 @@ func TestFileSourceDirReplacedBySymlink(t *testing.T) {
 	}
 	write(t, filepath.Join(dir, "a.yaml"), manifest("a", "nginx"))
 	write(t, filepath.Join(other, "b.yaml"), manifest("b", "nginx"))
-	s, _ := NewFileSource(dir, "n", WithClock(clocktesting.NewFakeClock(time.Now())))
+	clk := clocktesting.NewFakeClock(time.Now())
+	reads := make(chan struct{}, 100)
+	s, _ := NewFileSource(dir, "n", WithClock(clk), func(o *options) {
+		o.listed = func() {
+			select {
+			case reads <- struct{}{}:
+			default:
+			}
+		}
+	})
 	out, _ := runSource(t, s.Run)
 	if u := next(t, out); podNames(u.Pods) != "a-n" {
 		t.Fatalf("first %s", podNames(u.Pods))
 	}
+	<-reads
 	// Swap the directory for a link to another: kubelet follows it.
 	if err := os.Rename(dir, filepath.Join(root, "old")); err != nil {
 		t.Fatal(err)
@@ -211,6 +221,10 @@ func TestFileSourceDirReplacedBySymlink(t *testing.T) {
 	if err := os.Symlink(other, dir); err != nil {
 		t.Fatal(err)
 	}
+	// The rename's event triggers a read; it may come before the link
+	// exists (the watch then waits for the periodic read, as kubelet's).
+	<-reads
+	clk.Step(DefaultFileCheckFrequency)
 	var adds, removes string
 	for adds == "" || removes == "" {
 		switch u := next(t, out); u.Op {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	neturl "net/url"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -19,6 +20,7 @@ var ErrHTTP = errors.New("staticpods: reading the manifest URL failed")
 // or a v1 PodList.
 type URLSource struct {
 	url    string
+	loc    string // url without its password, for refusals
 	header http.Header
 	node   string
 	o      options
@@ -35,7 +37,11 @@ func NewURLSource(url string, header http.Header, nodeName string, opts ...Optio
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &URLSource{url: url, header: header.Clone(), node: nodeName, o: o}, nil
+	loc := url
+	if u, err := neturl.Parse(url); err == nil {
+		loc = u.Redacted()
+	}
+	return &URLSource{url: url, loc: loc, header: header.Clone(), node: nodeName, o: o}, nil
 }
 
 // poll is kubelet's extractFromURL: pods is the new snapshot when send.
@@ -96,12 +102,12 @@ func (s *URLSource) Run(ctx context.Context, out chan<- Update) error {
 	for {
 		pods, send, err := s.poll(ctx)
 		if err != nil {
-			s.o.onRefused(Refusal{s.url, err})
+			s.o.onRefused(Refusal{s.loc, err})
 		}
 		if send {
 			updates, dups := m.merge(pods)
 			for _, d := range dups {
-				s.o.onRefused(Refusal{s.url, fmt.Errorf("%w %q, ignoring", ErrDuplicateName, d.Namespace+"/"+d.Name)})
+				s.o.onRefused(Refusal{s.loc, fmt.Errorf("%w %q, ignoring", ErrDuplicateName, d.Namespace+"/"+d.Name)})
 			}
 			for _, u := range updates {
 				select {
