@@ -50,4 +50,3 @@ func TestMergeAsKubeletConfig(t *testing.T) {
 		t.Errorf("config.source %v", ups[1].Pods[0].Annotations)
 	}
 }
-
