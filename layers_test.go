@@ -89,14 +89,6 @@ var rules = map[string]rule{
 	// API server through its own small Client (no client-go).
 	"statusmanager":      {module: []string{"podworker", "apistatus", "podsync"}, forbid: heavyDeps},
 	"statusmanager/fake": {forbid: heavyDeps},
-	// staticpods: kubelet's file and HTTP pod sources and mirror pods
-	// (issue 40), floor 8 beside the API-server pod source and
-	// statusmanager: it decides where pods come from and writes mirror pods
-	// to the API server through its own small client, so it sits above
-	// validation and defaults (which it applies as kubelet's sources do) and
-	// below podworker's users (agents feed its Updates to podworker). It
-	// imports no podworker: a source only produces pods.
-	"staticpods": {module: []string{"defaults", "validation"}, forbid: append([]string{grpc, "k8s.io/cri-api"}, heavyDeps...)},
 	"internal/...":       {module: []string{"runtime", "runtime/fake", "internal/..."}, forbid: heavyDeps},
 	// statefile: the standard library only, so pullrecords may use it.
 	"internal/statefile": {forbid: append([]string{grpc, "google.golang.org/protobuf", "k8s.io/"}, heavyDeps...)},
@@ -112,6 +104,15 @@ var rules = map[string]rule{
 	// csi/fake: a CSI node driver for tests.
 	"csi":      {module: []string{"internal/...", "validation"}, forbid: heavyDeps},
 	"csi/fake": {forbid: heavyDeps},
+
+	// staticpods: kubelet's file and HTTP pod sources and mirror pods
+	// (issue 40), floor 8 beside the API-server pod source and
+	// statusmanager: it decides where pods come from and writes mirror pods
+	// to the API server through its own small client, so it sits above
+	// validation and defaults (which it applies as kubelet's sources do) and
+	// below podworker's users (agents feed its Updates to podworker). It
+	// imports no podworker: a source only produces pods.
+	"staticpods": {module: []string{"defaults", "validation"}, forbid: append([]string{grpc, "k8s.io/cri-api"}, heavyDeps...)},
 }
 
 type pkg struct {
