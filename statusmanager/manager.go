@@ -42,8 +42,9 @@ type Client interface {
 type Option func(*options)
 
 type options struct {
-	clock  clock.WithTicker
-	period time.Duration
+	clock     clock.WithTicker
+	period    time.Duration
+	translate func(types.UID) types.UID
 }
 
 // WithClock sets the clock of the periodic reconcile and of the transition
@@ -54,6 +55,19 @@ func WithClock(c clock.WithTicker) Option { return func(o *options) { o.clock = 
 // server's (DefaultSyncPeriod; zero or less: never, only new statuses are
 // written).
 func WithSyncPeriod(d time.Duration) Option { return func(o *options) { o.period = d } }
+
+// WithTranslatePodUID makes the manager write static pods' statuses to
+// their mirror pods, as kubelet's does through its pod manager's
+// TranslatePodUID: statuses stay keyed by the static pod's UID (the one
+// podworker knows); the pod read from the API server by name (the mirror
+// pod, whose UID the API server chose) is written when translate maps its
+// UID to the static pod's, and the patch carries the mirror's UID as its
+// precondition. Pass staticpods.Mirrors.TranslatePodUID. A mirror pod is
+// never deleted by the manager (kubelet's canBeDeleted), nor is a static
+// pod's phase forced terminal when it is removed (kubelet's TerminatePod).
+func WithTranslatePodUID(translate func(types.UID) types.UID) Option {
+	return func(o *options) { o.translate = translate }
+}
 
 // entry is one pod's newest status, kubelet's versionedPodStatus.
 type entry struct {
@@ -96,7 +110,7 @@ type Manager struct {
 // New returns a Manager writing through client. Nothing is written until
 // Run (or Sync) is called.
 func New(client Client, opts ...Option) *Manager {
-	o := options{clock: clock.RealClock{}, period: DefaultSyncPeriod}
+	o := options{clock: clock.RealClock{}, period: DefaultSyncPeriod, translate: func(uid types.UID) types.UID { return uid }}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -286,12 +300,12 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID, e entry) error {
 	if err != nil {
 		return fmt.Errorf("statusmanager: get pod %s/%s: %w", e.namespace, e.name, err)
 	}
-	if pod.UID != uid {
-		m.drop(uid) // deleted and recreated under the same name: not ours
+	if m.o.translate(pod.UID) != uid {
+		m.drop(uid) // deleted and recreated under the same name (or an outdated mirror pod): not ours
 		return nil
 	}
 	merged := merge(pod, pod.Status, e.status, e.couldRun, m.o.clock.Now())
-	patch, unchanged, err := StatusPatch(uid, pod.Status, merged)
+	patch, unchanged, err := StatusPatch(pod.UID, pod.Status, merged)
 	if err != nil {
 		return err
 	}
