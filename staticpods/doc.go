@@ -29,9 +29,9 @@
 // it is being deleted, recreated when deleted, deleted when its static pod
 // goes (once it stopped). Static pods are never killed because their mirror
 // went. Statuses go to the mirror: statusmanager keys them by the static
-// pod's UID and, given Mirrors.TranslatePodUID
-// (statusmanager.WithTranslatePodUID), writes them to the mirror pod of
-// the same name.
+// pod's UID and, given Mirrors (statusmanager.WithMirrorPods: its
+// TranslatePodUID and MirrorPodUID), writes them to the mirror pod of the
+// same name.
 //
 // Admission: kubelet admits the pods that arrive together oldest first
 // (SortForAdmission); static pods have no creation time, so they come

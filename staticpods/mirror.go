@@ -152,7 +152,7 @@ func (m *Mirrors) MirrorOf(static *corev1.Pod) (*corev1.Pod, bool) {
 
 // TranslatePodUID is kubelet's podManager.TranslatePodUID: the UID of the
 // static pod a mirror pod mirrors, or uid itself for any other pod. Give it
-// to statusmanager.WithTranslatePodUID so statuses keyed by the static
+// Mirrors to statusmanager.WithMirrorPods so statuses keyed by the static
 // pod's UID are written to its mirror.
 func (m *Mirrors) TranslatePodUID(uid types.UID) types.UID {
 	m.mu.Lock()
@@ -166,6 +166,25 @@ func (m *Mirrors) TranslatePodUID(uid types.UID) types.UID {
 		}
 	}
 	return uid
+}
+
+// MirrorPodUID is the other half of kubelet's UID translations: the UID of
+// a static pod's mirror pod ("" while none matches it); static is false
+// when uid is not a static pod Mirrors knows. With TranslatePodUID it is
+// statusmanager.MirrorPods.
+func (m *Mirrors) MirrorPodUID(uid types.UID) (mirror types.UID, static bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for full, st := range m.statics {
+		if st.UID != uid {
+			continue
+		}
+		if mp, ok := m.mirrors[full]; ok && IsMirrorPodOf(mp, st) {
+			return mp.UID, true
+		}
+		return "", true
+	}
+	return "", false
 }
 
 // Sync brings the API server's mirror pods in line with the static pods:

@@ -113,6 +113,12 @@ func TestMirrorsLifecycle(t *testing.T) {
 	if got := m.TranslatePodUID("other"); got != "other" {
 		t.Errorf("TranslatePodUID(other) = %s", got)
 	}
+	if got, static := m.MirrorPodUID(st.UID); got != mp.UID || !static {
+		t.Errorf("MirrorPodUID(static) = %s %v", got, static)
+	}
+	if _, static := m.MirrorPodUID(mp.UID); static {
+		t.Errorf("MirrorPodUID(mirror): static")
+	}
 	// A second Sync changes nothing.
 	api.calls = nil
 	if err := m.Sync(ctx); err != nil || len(api.calls) != 0 {
