@@ -38,6 +38,7 @@ import (
 	"github.com/podstart/podstart/podworker"
 	"github.com/podstart/podstart/probes"
 	"github.com/podstart/podstart/runtime"
+	"github.com/podstart/podstart/staticpods"
 	"github.com/podstart/podstart/stats"
 	"github.com/podstart/podstart/statusmanager"
 	"github.com/podstart/podstart/volumemanager"
@@ -108,6 +109,9 @@ type Config struct {
 	// steps, the status manager's reads and patches), from the
 	// goroutines doing the work: it must not block.
 	Trace func(TraceEvent)
+	// StaticPods, if set, runs kubelet's static pod sources beside the
+	// API server's, with their mirror pods (staticpods.go).
+	StaticPods *StaticPods
 }
 
 type agent struct {
@@ -123,6 +127,7 @@ type agent struct {
 	watches *objectWatches  // the Secrets and ConfigMaps the pods refer to
 	pods    cache.Store     // the informer's pods bound to this node
 	stats   *stats.Provider // nil on a runtime without CRI stats
+	static  *staticAgent    // static pods and mirror pods
 }
 
 // Run runs the agent until ctx ends. Pods keep running on the runtime when
@@ -261,7 +266,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Trace != nil {
 		client = tracedClient{apiClient{cfg.Client}, a}
 	}
-	statuses := statusmanager.New(client, statusmanager.WithClock(cfg.Clock))
+	a.static = newStaticAgent(cfg.Client, cfg.NodeName)
+	statuses := statusmanager.New(client, statusmanager.WithClock(cfg.Clock), statusmanager.WithMirrorPods(a.static.mirrors))
 	var workerOpts []podworker.Option
 	if cfg.PodCgroups != nil {
 		workerOpts = append(workerOpts, podworker.WithPodCgroups(cfg.PodCgroups))
@@ -297,6 +303,9 @@ func Run(ctx context.Context, cfg Config) error {
 		podworker.WithRuntimeName(v.RuntimeName), podworker.WithHostIPs(hostIPs...),
 		podworker.WithProbes(prober), podworker.WithPullSecrets(func(ctx context.Context, pod *corev1.Pod) ([]corev1.Secret, error) {
 			a.trace(pod, "sync", 0, false)
+			if staticpods.IsStaticPod(pod) {
+				return nil, nil // no API objects: neither pull secrets nor a service account's
+			}
 			return pullSecrets.ForPod(ctx, pod)
 		}),
 		podworker.WithOnSync(func(uid types.UID, st podworker.PodState) {
@@ -308,6 +317,9 @@ func Run(ctx context.Context, cfg Config) error {
 		}))
 	a.workers = podworker.New(syncer, workerOpts...)
 	defer a.workers.Close()
+	a.static.workers = a.workers
+	staticSeen := make(chan struct{})
+	wg.Go(func() { a.static.run(ctx, cfg.StaticPods, cfg.NodeName, staticSeen) })
 	// One stats provider for eviction and the node API's summary, as
 	// kubelet's: eviction's passes (every 10 s) keep the CPU samples the
 	// usage rates come from; without eviction a loop of its own does.
@@ -366,6 +378,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced, podHandler.HasSynced) {
 		return ctx.Err()
 	}
+	select { // kubelet's sources ready: the static pod sources too
+	case <-staticSeen:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	a.workers.SourcesReady()
 	a.volumeSourcesReady(ctx)
 	if cfg.Ready != nil {
@@ -393,7 +410,7 @@ func (a *agent) volumeSourcesReady(ctx context.Context) {
 
 func (a *agent) podChanged(obj any) {
 	pod, ok := obj.(*corev1.Pod)
-	if !ok || pod.Spec.NodeName != a.NodeName {
+	if !ok || pod.Spec.NodeName != a.NodeName || a.static.apiPod(pod, false) {
 		return
 	}
 	a.trace(pod, "watch", 0, false)
@@ -419,7 +436,7 @@ func (a *agent) podGone(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName == a.NodeName {
+	if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName == a.NodeName && !a.static.apiPod(pod, true) {
 		if err := a.workers.Delete(pod, nil); err != nil {
 			log.Printf("pod %s/%s: %v", pod.Namespace, pod.Name, err)
 		}

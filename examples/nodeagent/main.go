@@ -151,6 +151,7 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 		NoResolvConf:  resolvConf == "",
 	}
 	agentCfg.AllowedUnsafeSysctls = api.unsafeSysctls
+	agentCfg.StaticPods = staticFlags.config()
 	return Run(ctx, agentCfg)
 }
 
