@@ -65,4 +65,11 @@
 //     puts the body in its "couldn't parse" message).
 //   - kubelet's RECONCILE (a status-only change from a source) is not
 //     sent: a file or HTTP pod has no status of its own.
+//   - Mirrors acts whenever the caller calls Sync (examples/nodeagent: on
+//     every mirror pod event and every 2 s). Kubelet v1.37.2 replaces a
+//     mirror pod being deleted, or whose hash is outdated, only at its
+//     static pod's next sync: HandlePodUpdates skips the mirror pod's own
+//     update (its UID has no allocated resources), so a deleted mirror
+//     comes back at the static pod's periodic resync (syncFrequency, 1 min
+//     with up to 50% jitter). Orphans are deleted at housekeeping in both.
 package staticpods
