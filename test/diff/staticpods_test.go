@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sort"
+	"sync/atomic"
 	"strings"
 	"testing"
 	"time"
@@ -237,6 +241,114 @@ func TestStaticPodsFileSource(t *testing.T) {
 			d.add("pod %s: kubelet's UID same=%v across rounds, staticpods' same=%v", k, k1.UID == k2.UID, o1.UID == o2.UID)
 		}
 	}
+	if d.n > 0 {
+		t.Errorf("%d differences", d.n)
+	}
+}
+
+// TestStaticPodsURLSource compares staticpods' HTTP source with kubelet's
+// (config.NewSourceURL) on random PodLists and single pods served over
+// HTTP: the same bodies accepted or refused, the pods equal in full but
+// for the UID and config.hash values and config.seen.
+func TestStaticPodsURLSource(t *testing.T) {
+	r := newRand(t)
+	d := &differences{t: t}
+	const node = "node-a"
+	refused := 0
+	for i := range cases(20) {
+		var body []byte
+		var err error
+		if r.IntN(3) == 0 {
+			body, err = json.Marshal(randomStaticPod(r, i))
+		} else {
+			var items []any
+			for j := range 1 + r.IntN(4) {
+				m := randomStaticPod(r, 100*i+j)
+				delete(m, "apiVersion")
+				delete(m, "kind")
+				items = append(items, m)
+			}
+			body, err = json.Marshal(map[string]any{"apiVersion": "v1", "kind": "PodList", "items": items})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The first request gets the body; every later one a valid marker
+		// pod. kubelet's source polls every 100 ms and sends nothing for a
+		// body it refuses, so its first update is the body's pods when it
+		// accepted them, the marker's otherwise.
+		var requests atomic.Int64
+		marker, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "marker"},
+			"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("X-Who") != "podstart" && requests.Add(1) > 1 {
+				w.Write(marker)
+				return
+			}
+			w.Write(body)
+		}))
+		url := srv.URL + fmt.Sprintf("/pods/%d", i)
+
+		ctx, cancel := context.WithCancel(context.Background())
+		cfg := kubeconfig.NewPodConfig(record.NewFakeRecorder(1000), noSLI{})
+		kubeconfig.NewSourceURL(klog.Background(), url, nil, types.NodeName(node), 100*time.Millisecond, cfg.Channel(ctx, kubetypes.HTTPSource))
+		var kube []*corev1.Pod
+		kubeOK := false
+		select {
+		case u := <-cfg.Updates():
+			kube = u.Pods
+			kubeOK = len(u.Pods) == 0 || u.Pods[0].Name != "marker-"+node
+		case <-time.After(time.Minute):
+			t.Fatal("kubelet's HTTP source sent nothing")
+		}
+
+		// staticpods': its first poll's update, or its refusal.
+		src, err := staticpods.NewURLSource(url, http.Header{"X-Who": []string{"podstart"}}, node, staticpods.WithOnRefused(func(staticpods.Refusal) { cancel() }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make(chan staticpods.Update, 10)
+		go src.Run(ctx, out)
+		var ours []*corev1.Pod
+		oursOK := false
+		select {
+		case u := <-out:
+			ours, oursOK = u.Pods, true
+
+		case <-ctx.Done():
+		}
+		cancel()
+		// The server stays up: kubelet's source cannot be stopped and polls
+		// it (the marker, unchanged: nothing more is decoded) until the
+		// test binary exits.
+
+		if kubeOK != oursOK {
+			d.add("body %d: kubelet accepted %v, staticpods %v", i, kubeOK, oursOK)
+			continue
+		}
+		if !kubeOK {
+			refused++
+			continue // both refused it
+		}
+		if len(kube) != len(ours) {
+			d.add("body %d: kubelet %d pods, staticpods %d", i, len(kube), len(ours))
+			continue
+		}
+		sortByName := func(ps []*corev1.Pod) {
+			sort.Slice(ps, func(a, b int) bool { return ps[a].Name < ps[b].Name })
+		}
+		sortByName(kube)
+		sortByName(ours)
+		for j := range kube {
+			if diff := cmp.Diff(normalise(kube[j]), normalise(ours[j])); diff != "" {
+				d.add("body %d pod %s (-kubelet +staticpods):\n%s", i, kube[j].Name, diff)
+			}
+		}
+	}
+	t.Logf("%d of %d bodies refused by both", refused, cases(20))
 	if d.n > 0 {
 		t.Errorf("%d differences", d.n)
 	}
