@@ -76,7 +76,10 @@
 //     for the UID and config.hash values (kubelet hashes its internal type;
 //     see staticpods' differences) and config.seen; then, the directory
 //     rewritten at the same paths (re-encoded or changed), kubelet's UID
-//     stays the same exactly when staticpods' does (staticpods_test.go).
+//     stays the same exactly when staticpods' does; and its HTTP source
+//     with config.NewSourceURL on random Pod and PodList bodies, accepted
+//     or refused alike, the pods equal but for the UID values
+//     (staticpods_test.go).
 //
 // # Versions
 //
