@@ -55,6 +55,9 @@
 //     for manifests (content, node name, location). A podstart node taking
 //     over from kubelet therefore sees kubelet's static pods as others'
 //     (new UIDs) and replaces their mirrors once.
+//   - A manifest directory that cannot be listed (permissions) keeps its
+//     pods and is reported; kubelet's glob reads it as empty and removes
+//     them.
 //   - An inotify event re-reads the whole directory (kubelet re-reads the
 //     one file and reaches the same state at its next periodic read).
 //   - A manifest shadowed by a later one of the same pod name, and the
