@@ -171,6 +171,14 @@ func TestStaticPodsFileSource(t *testing.T) {
 		manifests[i] = randomStaticPod(r, i)
 		writeManifest(t, filepath.Join(dir, fmt.Sprintf("m%03d.yaml", i)), manifests[i], false)
 	}
+	// A pod mounting the manifest directory itself: kubelet does not
+	// check hostPaths against staticPodPath.
+	self := randomStaticPod(r, n)
+	self["spec"].(map[string]any)["volumes"] = []any{map[string]any{"name": "m", "hostPath": map[string]any{"path": dir}}}
+	self["metadata"].(map[string]any)["name"] = "self-mount"
+	self["spec"].(map[string]any)["containers"] = []any{map[string]any{"name": "c", "image": "nginx"}}
+	delete(self["spec"].(map[string]any), "serviceAccountName")
+	writeManifest(t, filepath.Join(dir, "self.yaml"), self, false)
 	read := func() (kube, ours map[string]*corev1.Pod) {
 		kube = map[string]*corev1.Pod{}
 		for _, p := range kubeletReadDir(t, dir, node) {
@@ -213,6 +221,15 @@ func TestStaticPodsFileSource(t *testing.T) {
 		}
 	}
 	kube1, ours1 := read()
+	for _, m := range []map[string]*corev1.Pod{kube1, ours1} {
+		found := false
+		for k := range m {
+			found = found || strings.HasPrefix(k, "default/self-mount-") || strings.Contains(k, "/self-mount-")
+		}
+		if !found {
+			t.Error("the pod mounting the manifest directory was refused")
+		}
+	}
 	t.Logf("kubelet kept %d, staticpods %d", len(kube1), len(ours1))
 	compare(kube1, ours1)
 	if len(kube1) < n/2 {
