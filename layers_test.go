@@ -127,6 +127,14 @@ var rules = map[string]rule{
 	"dra": {module: []string{"criconfig", "internal/..."}, forbid: heavyDeps},
 	// dra/fake: a DRA driver for tests (registration and dra.v1 sockets).
 	"dra/fake": {forbid: heavyDeps},
+	// staticpods: kubelet's file and HTTP pod sources and mirror pods
+	// (issue 40), floor 8 beside the API-server pod source and
+	// statusmanager: it decides where pods come from and writes mirror pods
+	// to the API server through its own small client, so it sits above
+	// validation and defaults (which it applies as kubelet's sources do) and
+	// below podworker's users (agents feed its Updates to podworker). It
+	// imports no podworker: a source only produces pods.
+	"staticpods": {module: []string{"defaults", "validation"}, forbid: append([]string{grpc, "k8s.io/cri-api"}, heavyDeps...)},
 }
 
 type pkg struct {

@@ -24,8 +24,16 @@
 // Writing one pod is kubelet's syncPod: the pod is read live (Client.GetPod;
 // kubelet does not use its cache there); a pod the API server no longer has
 // is skipped; one with another UID (deleted and recreated under the same
-// name) is not written and its entry is dropped. The status to send is
-// kubelet's mergePodStatus of the API server's and the manager's:
+// name) is not written and its entry is dropped. Static pods: with
+// WithMirrorPods (staticpods.Mirrors), the pod read by name is the static
+// pod's mirror pod, written when its UID translates to the static pod's;
+// a static pod without a mirror is skipped, a recreated mirror gets the
+// status again (written versions are kept per mirror UID); a mirror pod is
+// never deleted here and a removed static pod's phase is not forced
+// terminal, as in kubelet. (A static
+// pod's OnSync gives the static pod as the API server's view, so the
+// periodic reconcile reads its mirror once more than kubelet would.) The
+// status to send is kubelet's mergePodStatus of the API server's and the manager's:
 //
 //   - conditions kubelet does not own (a scheduler's, a readiness gate's,
 //     an eviction's) are kept from the API server's status; kubelet's own

@@ -42,8 +42,9 @@ type Client interface {
 type Option func(*options)
 
 type options struct {
-	clock  clock.WithTicker
-	period time.Duration
+	clock   clock.WithTicker
+	period  time.Duration
+	mirrors MirrorPods
 }
 
 // WithClock sets the clock of the periodic reconcile and of the transition
@@ -54,6 +55,30 @@ func WithClock(c clock.WithTicker) Option { return func(o *options) { o.clock = 
 // server's (DefaultSyncPeriod; zero or less: never, only new statuses are
 // written).
 func WithSyncPeriod(d time.Duration) Option { return func(o *options) { o.period = d } }
+
+// MirrorPods is what the manager needs to write static pods' statuses to
+// their mirror pods, kubelet's pod manager's UID translations;
+// staticpods.Mirrors has both methods.
+type MirrorPods interface {
+	// TranslatePodUID returns the UID of the static pod a mirror pod
+	// mirrors, or uid itself for any other pod.
+	TranslatePodUID(uid types.UID) types.UID
+	// MirrorPodUID returns the UID of a static pod's mirror pod ("" while
+	// it has none); static is false for a pod that is not a static pod.
+	MirrorPodUID(uid types.UID) (mirror types.UID, static bool)
+}
+
+// WithMirrorPods makes the manager write static pods' statuses to their
+// mirror pods, as kubelet's does: statuses stay keyed by the static pod's
+// UID (the one podworker knows); a static pod without a mirror pod is
+// skipped; which versions were written is kept per mirror pod, so a mirror
+// pod recreated (a new UID) gets the status again; the pod read from the
+// API server by name is written when its UID translates to the static
+// pod's, with the mirror's UID as the patch's precondition. A mirror pod
+// is never deleted by the manager (kubelet's canBeDeleted), nor is a
+// static pod's phase forced terminal when it is removed (kubelet's
+// TerminatePod).
+func WithMirrorPods(mp MirrorPods) Option { return func(o *options) { o.mirrors = mp } }
 
 // entry is one pod's newest status, kubelet's versionedPodStatus.
 type entry struct {
@@ -217,22 +242,35 @@ func (m *Manager) syncBatch(ctx context.Context, all bool) error {
 	}
 	var updates []update
 	m.mu.Lock()
+	keys := make(map[types.UID]types.UID, len(m.statuses)) // status UID → the API pod's
+	for uid := range m.statuses {
+		if key, ok := m.apiUID(uid); ok {
+			keys[uid] = key
+		}
+	}
 	if all {
-		for uid := range m.apiVersions {
-			if _, ok := m.statuses[uid]; !ok {
-				delete(m.apiVersions, uid)
+		live := map[types.UID]bool{}
+		for _, key := range keys {
+			live[key] = true
+		}
+		for key := range m.apiVersions {
+			if _, ok := m.statuses[key]; !ok && !live[key] {
+				delete(m.apiVersions, key)
 			}
 		}
 	}
 	for uid, e := range m.statuses {
+		key, ok := keys[uid]
 		switch {
+		case !ok:
+			continue // a static pod without its mirror pod yet
 		case !all:
-			if m.apiVersions[uid] >= e.version {
+			if m.apiVersions[key] >= e.version {
 				continue
 			}
-		case m.needsUpdate(uid, e):
+		case m.needsUpdate(key, e):
 		case m.needsReconcile(e):
-			delete(m.apiVersions, uid) // forces the write
+			delete(m.apiVersions, key) // forces the write
 		default:
 			continue
 		}
@@ -247,6 +285,22 @@ func (m *Manager) syncBatch(ctx context.Context, all bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// apiUID is the UID of the API pod a status is written to: the pod's own,
+// or a static pod's mirror pod's (ok false while it has none).
+func (m *Manager) apiUID(uid types.UID) (types.UID, bool) {
+	if m.o.mirrors == nil {
+		return uid, true
+	}
+	mirror, static := m.o.mirrors.MirrorPodUID(uid)
+	switch {
+	case !static:
+		return uid, true
+	case mirror == "":
+		return "", false
+	}
+	return mirror, true
 }
 
 // needsUpdate is kubelet's: a version not yet written, or a pod that may
@@ -294,12 +348,16 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID, e entry) error {
 	if err != nil {
 		return fmt.Errorf("statusmanager: get pod %s/%s: %w", e.namespace, e.name, err)
 	}
-	if pod.UID != uid {
-		m.drop(uid) // deleted and recreated under the same name: not ours
+	translated := pod.UID
+	if m.o.mirrors != nil {
+		translated = m.o.mirrors.TranslatePodUID(pod.UID)
+	}
+	if translated != uid {
+		m.drop(uid) // deleted and recreated under the same name (or an outdated mirror pod): not ours
 		return nil
 	}
 	merged := merge(pod, pod.Status, e.status, e.couldRun, m.o.clock.Now())
-	patch, unchanged, err := StatusPatch(uid, pod.Status, merged)
+	patch, unchanged, err := StatusPatch(pod.UID, pod.Status, merged)
 	if err != nil {
 		return err
 	}
@@ -310,7 +368,7 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID, e entry) error {
 		}
 		pod = newPod
 	}
-	m.apiVersions[uid] = e.version
+	m.apiVersions[pod.UID] = e.version // the mirror pod's UID for a static pod
 	m.mu.Lock()
 	m.written[uid] = merged
 	if cur := m.statuses[uid]; cur != nil {

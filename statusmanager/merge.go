@@ -158,10 +158,13 @@ func setCondition(status *corev1.PodStatus, c corev1.PodCondition, now time.Time
 // canBeDeleted is kubelet's canBeDeleted: the pod object may be removed
 // from the API server once it is being deleted, its phase there is
 // terminal and the pod worker finished with it (podworker's Removed:
-// killed, its resources reclaimed).
+// killed, its resources reclaimed); never a mirror pod.
 func canBeDeleted(pod *corev1.Pod, finished bool) bool {
 	if pod == nil || pod.DeletionTimestamp == nil {
 		return false
+	}
+	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return false // a mirror pod goes with its static pod (staticpods.Mirrors)
 	}
 	return terminal(pod.Status.Phase) && finished
 }

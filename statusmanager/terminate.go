@@ -36,10 +36,21 @@ func terminatePod(pod *corev1.Pod, status corev1.PodStatus) corev1.PodStatus {
 			status.InitContainerStatuses[i].State = *terminatedUnknown.DeepCopy()
 		}
 	}
-	if status.Phase != corev1.PodSucceeded {
-		status.Phase = corev1.PodFailed // static pods, which kubelet leaves, are not podstart's
+	if status.Phase != corev1.PodSucceeded && !isStatic(pod) {
+		status.Phase = corev1.PodFailed // kubelet leaves static pods' phase (its TODO #116484)
 	}
 	return status
+}
+
+// isStatic is kubelet's kubetypes.IsStaticPod: a pod from a source other
+// than the API server (its kubernetes.io/config.source annotation); a
+// mirror pod carries its static pod's annotation.
+func isStatic(pod *corev1.Pod) bool {
+	if pod == nil {
+		return false
+	}
+	src, ok := pod.Annotations["kubernetes.io/config.source"]
+	return ok && src != "api"
 }
 
 // hasPodInitialized is kubelet's: a pod without init containers has; so

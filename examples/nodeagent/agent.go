@@ -40,6 +40,7 @@ import (
 	"github.com/podstart/podstart/podworker"
 	"github.com/podstart/podstart/probes"
 	"github.com/podstart/podstart/runtime"
+	"github.com/podstart/podstart/staticpods"
 	"github.com/podstart/podstart/stats"
 	"github.com/podstart/podstart/statusmanager"
 	"github.com/podstart/podstart/volumemanager"
@@ -114,6 +115,9 @@ type Config struct {
 	// UnaryClientInterceptor the caller gave runtime.Dial (runtime
 	// operations are counted there); nil: the agent makes its own.
 	Metrics *nodemetrics.Metrics
+	// StaticPods, if set, runs kubelet's static pod sources beside the
+	// API server's, with their mirror pods (staticpods.go).
+	StaticPods *StaticPods
 }
 
 type agent struct {
@@ -137,6 +141,7 @@ type agent struct {
 	// (metrics.go).
 	metrics      *nodemetrics.Metrics
 	probeMetrics *nodemetrics.Probes
+	static       *staticAgent // static pods and mirror pods
 }
 
 // Run runs the agent until ctx ends. Pods keep running on the runtime when
@@ -290,7 +295,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Trace != nil {
 		client = tracedClient{apiClient{cfg.Client}, a}
 	}
-	statuses := statusmanager.New(client, statusmanager.WithClock(cfg.Clock))
+	a.static = newStaticAgent(cfg.Client, cfg.NodeName)
+	statuses := statusmanager.New(client, statusmanager.WithClock(cfg.Clock), statusmanager.WithMirrorPods(a.static.mirrors))
 	var workerOpts []podworker.Option
 	if cfg.PodCgroups != nil {
 		workerOpts = append(workerOpts, podworker.WithPodCgroups(cfg.PodCgroups))
@@ -326,6 +332,9 @@ func Run(ctx context.Context, cfg Config) error {
 		podworker.WithRuntimeName(v.RuntimeName), podworker.WithHostIPs(hostIPs...),
 		podworker.WithProbes(prober), podworker.WithPullSecrets(func(ctx context.Context, pod *corev1.Pod) ([]corev1.Secret, error) {
 			a.trace(pod, "sync", 0, false)
+			if staticpods.IsStaticPod(pod) {
+				return nil, nil // no API objects: neither pull secrets nor a service account's
+			}
 			return pullSecrets.ForPod(ctx, pod)
 		}),
 		podworker.WithOnRelist(a.metrics.OnRelist),
@@ -344,6 +353,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer a.dm.Stop()
+	a.static.workers = a.workers
+	staticSeen := make(chan struct{})
+	wg.Go(func() { a.static.run(ctx, cfg.StaticPods, cfg.NodeName, staticSeen) })
 	// One stats provider for eviction and the node API's summary, as
 	// kubelet's: eviction's passes (every 10 s) keep the CPU samples the
 	// usage rates come from; without eviction a loop of its own does.
@@ -402,6 +414,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced, podHandler.HasSynced) {
 		return ctx.Err()
 	}
+	select { // kubelet's sources ready: the static pod sources too
+	case <-staticSeen:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	a.workers.SourcesReady()
 	a.sourcesReady.Store(true)
 	a.volumeSourcesReady(ctx)
@@ -430,7 +447,7 @@ func (a *agent) volumeSourcesReady(ctx context.Context) {
 
 func (a *agent) podChanged(obj any) {
 	pod, ok := obj.(*corev1.Pod)
-	if !ok || pod.Spec.NodeName != a.NodeName {
+	if !ok || pod.Spec.NodeName != a.NodeName || a.static.apiPod(pod, false) {
 		return
 	}
 	a.trace(pod, "watch", 0, false)
@@ -460,7 +477,7 @@ func (a *agent) podGone(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName == a.NodeName {
+	if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName == a.NodeName && !a.static.apiPod(pod, true) {
 		if err := a.workers.Delete(pod, nil); err != nil {
 			log.Printf("pod %s/%s: %v", pod.Namespace, pod.Name, err)
 		}

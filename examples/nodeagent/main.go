@@ -159,6 +159,7 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 		Metrics:       metrics,
 	}
 	agentCfg.AllowedUnsafeSysctls = api.unsafeSysctls
+	agentCfg.StaticPods = staticFlags.config()
 	return Run(ctx, agentCfg)
 }
 

@@ -70,6 +70,16 @@
 //     state); then the staging, publish and block paths and kubelet's
 //     block vol_data.json on 2,000 random driver names, handles, spec
 //     names and pod UIDs (csi_test.go).
+//   - staticpods' file source with kubelet's own (config.NewSourceFile
+//     through PodConfig's exported channel) on random manifest directories:
+//     the same manifests kept and refused, the kept pods equal in full but
+//     for the UID and config.hash values (kubelet hashes its internal type;
+//     see staticpods' differences) and config.seen; then, the directory
+//     rewritten at the same paths (re-encoded or changed), kubelet's UID
+//     stays the same exactly when staticpods' does; and its HTTP source
+//     with config.NewSourceURL on random Pod and PodList bodies, accepted
+//     or refused alike, the pods equal but for the UID values
+//     (staticpods_test.go).
 //
 // # Versions
 //

@@ -16,18 +16,14 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"log"
 	"os"
 	"os/signal"
-	"path/filepath"
 	goruntime "runtime"
 	"runtime/debug"
 	"runtime/pprof"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,14 +33,13 @@ import (
 	"google.golang.org/grpc/mem"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
 
 	"github.com/podstart/podstart/cgroups"
 	"github.com/podstart/podstart/criconfig"
-	"github.com/podstart/podstart/defaults"
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/podworker"
 	"github.com/podstart/podstart/runtime"
+	"github.com/podstart/podstart/staticpods"
 )
 
 func main() {
@@ -255,52 +250,20 @@ func podCgroups(node criconfig.Node) (*cgroups.Manager, error) {
 	return m, m.EnsureQoS(ctx)
 }
 
-// readPods reads the manifests of dir, sorted by file name, as kubelet's
-// file source makes static pods of them.
+// readPods reads the manifests of dir with kubelet's file source rules
+// (staticpods): the static pods kubelet would run, by file name; any
+// manifest refused is an error (the bench runs every one).
 func readPods(dir, nodeName string) ([]*corev1.Pod, error) {
-	ents, err := os.ReadDir(dir)
+	src, err := staticpods.NewFileSource(dir, nodeName)
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	for _, e := range ents {
-		if !e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-			names = append(names, e.Name())
-		}
+	pods, refused, ok := src.Read()
+	if len(refused) > 0 {
+		return nil, refused[0]
 	}
-	sort.Strings(names)
-	var pods []*corev1.Pod
-	for _, n := range names {
-		b, err := os.ReadFile(filepath.Join(dir, n))
-		if err != nil {
-			return nil, err
-		}
-		p, err := staticPod(b, nodeName)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, n), err)
-		}
-		pods = append(pods, p)
+	if !ok {
+		return nil, fmt.Errorf("%s: not read", dir)
 	}
 	return pods, nil
-}
-
-// staticPod is the pod of one manifest as kubelet's file source makes it:
-// the name suffixed with the node's, a UID from a hash of the manifest and
-// the node name, the node name set, defaults applied.
-func staticPod(manifest []byte, nodeName string) (*corev1.Pod, error) {
-	var p corev1.Pod
-	if err := yaml.Unmarshal(manifest, &p); err != nil {
-		return nil, err
-	}
-	if p.Namespace == "" {
-		p.Namespace = "default"
-	}
-	if p.UID == "" {
-		sum := sha256.Sum256(append(append([]byte{}, manifest...), nodeName...))
-		p.UID = types.UID(hex.EncodeToString(sum[:16]))
-	}
-	p.Name = p.Name + "-" + nodeName
-	p.Spec.NodeName = nodeName
-	defaults.Pod(&p)
-	return &p, nil
 }
