@@ -47,6 +47,12 @@
 //     at the same target (CSI publish is idempotent), unwanted ones are
 //     unpublished and unstaged once the sources are ready.
 //
+// Volume stats: the Manager is a stats.VolumeSource (VolumePods,
+// MountedVolumes: the volumes published for a pod, each measured with
+// NodeGetVolumeStats at its publish target through the NodeVolumes'
+// VolumeStats, kubelet's metricsCsi); a stats.VolumeAnalyzer over it
+// caches them for /stats/summary and eviction.
+//
 // WaitForAttachAndMount is what a pod worker calls before SyncPod, with
 // kubelet's timeout (PodAttachAndMountTimeout, 2m3s) and message
 // ("unmounted volumes=[...], unattached volumes=[...], failed to process
@@ -103,7 +109,7 @@
 //     kubelet's message, as kubelet would.
 //   - Volumes gives SELinuxRelabel true for every published volume (kubelet
 //     asks whether the mount supports SELinux); volume expansion
-//     (NodeExpandVolume), volume health, metrics and the extra
+//     (NodeExpandVolume), volume health and the extra
 //     supplemental groups of the pv.beta.kubernetes.io/gid annotation are
 //     not done.
 //   - The wait ends as soon as the state changes instead of polling every

@@ -313,8 +313,14 @@ func Run(ctx context.Context, cfg Config) error {
 	// usage rates come from; without eviction a loop of its own does.
 	if sl, ok := cfg.Runtime.(runtime.StatsLister); ok {
 		if fs, ok := cfg.Runtime.(runtime.ImageFsInfoReader); ok {
+			// The CSI volumes' stats (NodeGetVolumeStats), cached per pod
+			// and refreshed on kubelet's period in real time, as kubelet's
+			// fs resource analyzer.
+			volumeStats := stats.NewVolumeAnalyzer(a.vm)
+			wg.Go(func() { volumeStats.Run(logr.NewContext(ctx, logger)) })
 			a.stats = stats.New(sl, fs, stats.WithNodeName(cfg.NodeName), stats.WithRootDir(cfg.RootDir),
-				stats.WithPodLogsDir(cfg.PodLogsDir), stats.WithClock(cfg.Clock), stats.WithCgroupRoot(cfg.CgroupRoot))
+				stats.WithPodLogsDir(cfg.PodLogsDir), stats.WithClock(cfg.Clock), stats.WithCgroupRoot(cfg.CgroupRoot),
+				stats.WithVolumeStats(volumeStats))
 			if cfg.Eviction == nil {
 				wg.Go(func() { a.sampleStats(ctx) })
 			}
