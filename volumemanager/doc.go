@@ -47,6 +47,32 @@
 //     at the same target (CSI publish is idempotent), unwanted ones are
 //     unpublished and unstaged once the sources are ready.
 //
+// Volume expansion (kubelet's ExpandInUseVolume and
+// expandVolumeDuringMount, RecoverVolumeExpansionFailure on as in v1.37):
+// a pod mounting a PV read-write makes the PV's capacity the volume's
+// desired size; the size it is known to have is the claim's
+// status.capacity when it was mounted, then what expansion reached. When
+// a pass finds the desired size above the known one (the PV grown by the
+// resizer; AddPod, which a pod sync calls, reads the new PV), it reads
+// the claim and, as kubelet: with a resizer that fills
+// allocatedResources, calls NodeExpandVolume (the publish target, the
+// staging path, the allocated size) only when the claim's
+// allocatedResourceStatuses says NodeResizePending or
+// NodeResizeInProgress (or for an already grown ReadWriteMany claim),
+// patching the claim's status to NodeResizeInProgress first and, after,
+// its capacity with the status cleared (strategic merge patches with the
+// resourceVersion, through the API's ClaimStatusPatcher); a failure marks
+// the claim NodeResizeInfeasible (InvalidArgument, OutOfRange, NotFound)
+// or adds the NodeResizeError condition; FailedPrecondition stops
+// expansion of the volume while it stays mounted. With an older resizer
+// it expands to the PV's capacity and writes the claim's capacity.
+// Events: FileSystemResizeSuccessful on the pod and the claim,
+// VolumeResizeFailed on the pod, FileSystemResizeFailed for a read-only
+// volume. After each publish of a PV volume the claim is read, and a
+// status capacity below the PV's is expanded at once ("MountVolume.Setup
+// failed while expanding volume" leaves the pod volume unusable and
+// retried). Needs a NodeVolumes with VolumeExpander (CSI(plugin) has it).
+//
 // Volume stats: the Manager is a stats.VolumeSource (VolumePods,
 // MountedVolumes: the volumes published for a pod, each measured with
 // NodeGetVolumeStats at its publish target through the NodeVolumes'
@@ -108,10 +134,13 @@
 //     (Persistent); a missing fsGroupPolicy fails the publish with
 //     kubelet's message, as kubelet would.
 //   - Volumes gives SELinuxRelabel true for every published volume (kubelet
-//     asks whether the mount supports SELinux); volume expansion
-//     (NodeExpandVolume), volume health and the extra
+//     asks whether the mount supports SELinux); volume health and the extra
 //     supplemental groups of the pv.beta.kubernetes.io/gid annotation are
 //     not done.
+//   - The size a mounted volume is known to have comes from the claim read
+//     when the pod was last resolved; kubelet reads the claim again when
+//     it verifies the attachment. Expansions run in the pass, one after
+//     another, after the pass's mounts.
 //   - The wait ends as soon as the state changes instead of polling every
 //     300 ms; WaitForAttachAndMount adds the pod itself (kubelet's pod
 //     manager feeds its populator).

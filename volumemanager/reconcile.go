@@ -194,17 +194,26 @@ func (m *Manager) checkUnmounted(dir string) error {
 
 func (m *Manager) mountWanted(ctx context.Context) []error {
 	m.mu.Lock()
-	var refs []podVolumeRef
+	var refs, expand []podVolumeRef
 	for name, dv := range m.desired {
 		av := m.actual[name]
+		var mounted []types.UID
 		for uid := range dv.pods {
 			if av == nil || !av.mountedFor(uid) {
 				refs = append(refs, podVolumeRef{name, uid})
+			} else {
+				mounted = append(mounted, uid)
 			}
+		}
+		if len(mounted) > 0 && m.needsExpansionLocked(dv, av) {
+			// kubelet's FsResizeRequired for a pod with the volume
+			// mounted: one expansion per volume.
+			expand = append(expand, podVolumeRef{name, slices.Min(mounted)})
 		}
 	}
 	m.mu.Unlock()
 	sortRefs(refs)
+	sortRefs(expand)
 	var errs []error
 	for _, ref := range refs {
 		key := "mount/" + string(ref.name) + "/" + string(ref.uid)
@@ -212,6 +221,15 @@ func (m *Manager) mountWanted(ctx context.Context) []error {
 			continue
 		}
 		if err := m.result(key, m.mount(ctx, ref)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, ref := range expand {
+		key := "expand/" + string(ref.name)
+		if m.inBackoff(key) {
+			continue
+		}
+		if err := m.result(key, m.expandInUse(ctx, ref)); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -239,6 +257,10 @@ func (m *Manager) mount(ctx context.Context, ref podVolumeRef) error {
 		m.actual[ref.name] = av
 	}
 	av.attachable = s.attachable
+	if s.pv != nil && av.claimSize.IsZero() {
+		// kubelet's InitializeClaimSize when the attachment is verified.
+		av.claimSize = s.claimCapacity.DeepCopy()
+	}
 	attached, device := av.attached, av.device
 	// A volume reconstructed after a restart counts as attached (as
 	// kubelet's); its publish context is read again from the
@@ -286,6 +308,16 @@ func (m *Manager) mount(ctx context.Context, ref podVolumeRef) error {
 	}
 	if err := m.publish(cctx, s, av, ref.uid, dp, drv, stagingPath, caps, fsGroup); err != nil {
 		return m.failed(dp.pod, s, "MountVolume.SetUp failed", err)
+	}
+	if err := m.expandDuringMount(ctx, s, av, dp, TargetPath(m.rootDir, ref.uid, s.specName)); err != nil {
+		// Published, but not for the pod's use: maybe published, so
+		// unpublished when abandoned and published again when wanted.
+		m.mu.Lock()
+		if ap := av.pods[ref.uid]; ap != nil {
+			ap.uncertain = true
+		}
+		m.mu.Unlock()
+		return m.failed(dp.pod, s, "MountVolume.Setup failed while expanding volume", err)
 	}
 	logr.FromContextOrDiscard(ctx).V(2).Info("MountVolume.SetUp succeeded", "volume", s.specName, "uniqueName", s.name, "pod", dp.pod.Namespace+"/"+dp.pod.Name)
 	return nil

@@ -44,6 +44,13 @@ func (o storageObjects) GetSecret(ctx context.Context, namespace, name string) (
 	return o.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
+// PatchPersistentVolumeClaimStatus is kubelet's PVC status patch after a
+// node expansion (the node authorizer lets a node patch the status of
+// the claims its pods use).
+func (o storageObjects) PatchPersistentVolumeClaimStatus(ctx context.Context, namespace, name string, patch []byte) (*corev1.PersistentVolumeClaim, error) {
+	return o.client.CoreV1().PersistentVolumeClaims(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+}
+
 // nodeInfoWriter is csi.NodeInfoWriter over the API client, as kubelet's
 // nodeinfomanager: the Node's csi.volume.kubernetes.io/nodeid annotation
 // and topology labels (a strategic merge patch of the Node's metadata),
@@ -181,6 +188,7 @@ func (w nodeInfoWriter) updateCSINode(ctx context.Context, node *corev1.Node, ch
 }
 
 var (
-	_ volumemanager.API  = storageObjects{}
-	_ csi.NodeInfoWriter = nodeInfoWriter{}
+	_ volumemanager.API                = storageObjects{}
+	_ volumemanager.ClaimStatusPatcher = storageObjects{}
+	_ csi.NodeInfoWriter               = nodeInfoWriter{}
 )
