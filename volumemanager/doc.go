@@ -102,18 +102,25 @@
 // # Refused by name (ErrUnsupported)
 //
 // Block volumes (volumeDevices); PVs that are not CSI (in-tree plugins
-// and their CSI migration); CSIDrivers with tokenRequests or
-// requiresRepublish; a CSIDriver with seLinuxMount: true for a pod that
+// and their CSI migration); CSIDrivers with tokenRequests,
+// requiresRepublish or nodeAllocatableUpdatePeriodSeconds; a CSIDriver with seLinuxMount: true for a pod that
 // sets seLinuxOptions (kubelet would pass a context= mount option).
 //
 // # Differences from kubelet
 //
 //   - Operations run one after another inside a pass, not in goroutines
 //     per volume: a slow driver call delays the others' in that pass.
-//   - The attach wait reads the VolumeAttachment only; kubelet first
-//     waits for the volume in node.status.volumesAttached (the
-//     attach/detach controller writes both). Kubelet's attach-limit
-//     rejection (VolumeAttachmentLimitExceeded) is not made.
+//   - The attach wait reads node.status.volumesAttached only through an
+//     API that is a NodeGetter (Objects.WithNodes, the agent's Node
+//     informer); without one, the VolumeAttachment alone says attached.
+//     Kubelet checks its Node informer's cache first and then reads the
+//     Node live; the manager reads the getter once per attempt.
+//   - The attach limit: the CSINode's allocatable count (NodeGetInfo's
+//     max_volumes_per_node, written by package csi) is what the
+//     scheduler counts, as with kubelet. Kubelet v1.37's mutable count
+//     (a CSIDriver's nodeAllocatableUpdatePeriodSeconds: a periodic
+//     NodeGetInfo and the VolumeAttachmentLimitExceeded rejection of a pod
+//     whose attachment failed with ResourceExhausted) is refused by name.
 //   - A failed NodePublishVolume keeps the pod volume as "maybe published"
 //     (unpublished if abandoned), whatever the error; kubelet forgets it
 //     when the gRPC error is final (both remove the directory then).

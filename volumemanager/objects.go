@@ -25,13 +25,15 @@ type Objects struct {
 	attachments map[string]*storagev1.VolumeAttachment
 	drivers     map[string]*storagev1.CSIDriver
 	secrets     map[string]*corev1.Secret
+	nodes       map[string]*corev1.Node
 }
 
 var _ API = (*Objects)(nil)
 
 // Set adds or replaces objects: *corev1.PersistentVolumeClaim,
 // *corev1.PersistentVolume, *storagev1.VolumeAttachment,
-// *storagev1.CSIDriver, *corev1.Secret. Other types panic.
+// *storagev1.CSIDriver, *corev1.Secret, *corev1.Node (read through
+// WithNodes). Other types panic.
 func (o *Objects) Set(objs ...any) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -47,6 +49,8 @@ func (o *Objects) Set(objs ...any) {
 			setIn(&o.drivers, v.Name, v.DeepCopy())
 		case *corev1.Secret:
 			setIn(&o.secrets, v.Namespace+"/"+v.Name, v.DeepCopy())
+		case *corev1.Node:
+			setIn(&o.nodes, v.Name, v.DeepCopy())
 		default:
 			panic("volumemanager.Objects: unsupported type")
 		}
@@ -94,6 +98,24 @@ func (o *Objects) GetCSIDriver(_ context.Context, name string) (*storagev1.CSIDr
 // GetSecret implements SecretGetter.
 func (o *Objects) GetSecret(_ context.Context, namespace, name string) (*corev1.Secret, error) {
 	return get(o, o.secrets, "secrets", namespace+"/"+name, name)
+}
+
+// nodeObjects is an Objects that is also a NodeGetter.
+type nodeObjects struct{ *Objects }
+
+// WithNodes returns o as an API that is also a NodeGetter, reading the
+// Nodes Set in o.
+func (o *Objects) WithNodes() interface {
+	API
+	ClaimStatusPatcher
+	NodeGetter
+} {
+	return nodeObjects{o}
+}
+
+// GetNode implements NodeGetter.
+func (n nodeObjects) GetNode(_ context.Context, name string) (*corev1.Node, error) {
+	return get(n.Objects, n.nodes, "nodes", name, name)
 }
 
 var _ ClaimStatusPatcher = (*Objects)(nil)

@@ -240,6 +240,29 @@ func (m *Manager) mountWanted(ctx context.Context) []error {
 // back-off beyond kubelet's).
 var errNotAttached = errors.New("not attached yet")
 
+// attachedInNodeStatus is kubelet's check of node.status.volumesAttached
+// before it mounts an attachable volume, with an API that is a
+// NodeGetter (without one, the VolumeAttachment alone says attached): not
+// listed yet is errNotAttached (kubelet's "volume ... is not yet in
+// node's status", no event); a failed read is kubelet's error, retried
+// after the back-off.
+func (m *Manager) attachedInNodeStatus(ctx context.Context, s *spec) error {
+	ng, ok := m.api.(NodeGetter)
+	if !ok {
+		return nil
+	}
+	node, err := ng.GetNode(ctx, m.nodeName)
+	if err != nil || node == nil {
+		return fmt.Errorf("VerifyControllerAttachedVolume failed fetching node from API server for volume %q : %v", s.specName, err)
+	}
+	for _, v := range node.Status.VolumesAttached {
+		if v.Name == s.name {
+			return nil
+		}
+	}
+	return errNotAttached
+}
+
 // mount is kubelet's VerifyControllerAttachedVolume and MountVolume for
 // one pod volume: the attachment, the stage (once per volume) and the
 // publish.
@@ -269,8 +292,19 @@ func (m *Manager) mount(ctx context.Context, ref podVolumeRef) error {
 	m.mu.Unlock()
 
 	if !attached || refetch {
-		if s.attachable && !inUse && !refetch {
-			return nil // kubelet: "volume not marked in-use"
+		if s.attachable && !refetch {
+			// kubelet's VerifyControllerAttachedVolume: the volume in
+			// node.status.volumesAttached (the attach/detach
+			// controller's word), and in volumesInUse; then the
+			// VolumeAttachment (the CSI attacher's WaitForAttach).
+			if err := m.attachedInNodeStatus(ctx, s); errors.Is(err, errNotAttached) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			if !inUse {
+				return nil // kubelet: "volume not marked in-use"
+			}
 		}
 		publishContext, err := m.attachment(ctx, s)
 		if errors.Is(err, errNotAttached) {

@@ -162,6 +162,12 @@ func (m *Manager) checkDriver(pod *corev1.Pod, drv *storagev1.CSIDriver, name st
 	if drv.Spec.RequiresRepublish != nil && *drv.Spec.RequiresRepublish {
 		return fmt.Errorf("CSIDriver %s: requiresRepublish: %w", name, ErrUnsupported)
 	}
+	if drv.Spec.NodeAllocatableUpdatePeriodSeconds != nil && *drv.Spec.NodeAllocatableUpdatePeriodSeconds > 0 {
+		// kubelet (MutableCSINodeAllocatableCount, GA in v1.37) would
+		// refresh the CSINode's allocatable count on this period and
+		// reject a pod whose attachment failed with ResourceExhausted.
+		return fmt.Errorf("CSIDriver %s: nodeAllocatableUpdatePeriodSeconds: %w", name, ErrUnsupported)
+	}
 	if drv.Spec.SELinuxMount != nil && *drv.Spec.SELinuxMount && podHasSELinuxOptions(pod) {
 		return fmt.Errorf("CSIDriver %s: seLinuxMount with a pod that sets seLinuxOptions: %w", name, ErrUnsupported)
 	}
