@@ -171,7 +171,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if a.vm, err = volumemanager.New(cfg.NodeName, cfg.RootDir, storageObjects{cfg.Client}, volumemanager.CSI(plugin),
+	storage := newStorageObjects(cfg.Client, cfg.NodeName)
+	wg.Go(func() { storage.run(ctx) }) // ends at cancel, before wg.Wait
+	if a.vm, err = volumemanager.New(cfg.NodeName, cfg.RootDir, storage, volumemanager.CSI(plugin),
 		volumemanager.WithEventRecorder(recorder), volumemanager.WithMounter(mounter)); err != nil {
 		return err
 	}
@@ -197,6 +199,11 @@ func Run(ctx context.Context, cfg Config) error {
 			log.Println("nodeagent: plugin manager:", err)
 		}
 	})
+	// The volume manager reads CSIDrivers and the Node from their
+	// informers: synced before its first pass.
+	if !cache.WaitForCacheSync(ctx.Done(), storage.synced) {
+		return ctx.Err()
+	}
 	wg.Go(func() { a.vm.Run(logr.NewContext(ctx, logger)) })
 
 	hostIPs := nodeIPs(node)
