@@ -248,7 +248,7 @@ func TestExpandInfeasible(t *testing.T) {
 		t.Errorf("resize status %v, want NodeResizeInfeasible", c.Status.AllocatedResourceStatuses)
 	}
 	if len(c.Status.Conditions) != 1 || c.Status.Conditions[0].Type != corev1.PersistentVolumeClaimNodeResizeError ||
-		!strings.HasPrefix(c.Status.Conditions[0].Message, "failed to expand pvc with expansion infeasible: Expander.NodeExpand failed to expand the volume") {
+		c.Status.Conditions[0].Message != "failed to expand pvc with Expander.NodeExpand failed to expand the volume rpc error: code = OutOfRange desc = too big" {
 		t.Errorf("conditions %+v", c.Status.Conditions)
 	}
 	ev := e.rec.take()
