@@ -115,6 +115,33 @@ func (tr *tier) nodeEvents(ns, name string) []string {
 	return out
 }
 
+// podStatusShape is the pod's status as compared between nodes: its
+// phase, its conditions' types and statuses, and its containers' ready,
+// started, restart count and state kinds (times, IDs and IPs aside).
+func (tr *tier) podStatusShape(ns, name string) []string {
+	tr.t.Helper()
+	p, err := tr.cs.CoreV1().Pods(ns).Get(ctx(tr.t), name, metav1.GetOptions{})
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	out := []string{"phase " + string(p.Status.Phase), "qosClass " + string(p.Status.QOSClass)}
+	for _, c := range p.Status.Conditions {
+		out = append(out, "condition "+string(c.Type)+"="+string(c.Status)+" "+c.Reason)
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		state := "waiting"
+		switch {
+		case c.State.Running != nil:
+			state = "running"
+		case c.State.Terminated != nil:
+			state = "terminated"
+		}
+		out = append(out, fmt.Sprintf("container %s ready=%v started=%v restarts=%d %s", c.Name, c.Ready, c.Started != nil && *c.Started, c.RestartCount, state))
+	}
+	sort.Strings(out)
+	return out
+}
+
 // TestFaultStageFailsThenSucceeds: the driver's first NodeStageVolume
 // fails: kubelet's FailedMount event, the stage retried after the
 // back-off, then the pod runs with the volume mounted once; the calls and
@@ -129,6 +156,7 @@ func TestFaultStageFailsThenSucceeds(t *testing.T) {
 	pv, _ := tr.pvOf(ns, "data")
 	tr.checkMountedOnce(tr.csiMountOf(p, pv))
 	events := tr.nodeEvents(ns, "db")
+	podStatus := tr.podStatusShape(ns, "db")
 	want := "Warning FailedMount: MountVolume.MountDevice failed for volume " + strconv.Quote(tr.names.normalise(pv)) + " : rpc error: code = Unavailable desc = injected fault"
 	if !slices.Contains(events, want) {
 		t.Errorf("the node's events %q lack %q", events, want)
@@ -153,7 +181,8 @@ func TestFaultStageFailsThenSucceeds(t *testing.T) {
 		}
 	}
 	t.Logf("the node's events: %q", events)
-	r.Objects = map[string]any{"events": events}
+	t.Logf("the pod's status: %q", podStatus)
+	r.Objects = map[string]any{"events": events, "podStatus": podStatus}
 	tr.writeReport("fault-stage", r, false)
 }
 
@@ -248,6 +277,8 @@ func TestFaultNodeKilledBetweenStageAndPublish(t *testing.T) {
 	t.Logf("the pod Ready %v after the node's restart", time.Since(start).Round(time.Second))
 	pv, _ := tr.pvOf(ns, "data")
 	tr.checkMountedOnce(tr.csiMountOf(p, pv))
+	events, podStatus := tr.nodeEvents(ns, "db"), tr.podStatusShape(ns, "db")
+	t.Logf("the node's events: %q; the pod's status: %q", events, podStatus)
 	if err := tr.cs.CoreV1().Pods(ns).Delete(ctx(t), "db", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -256,5 +287,6 @@ func TestFaultNodeKilledBetweenStageAndPublish(t *testing.T) {
 	tr.waitNoAttachments()
 	r := tr.nodeReport(off)
 	t.Logf("the node's calls, normalised:\n%s", sequence(r.Calls))
+	r.Objects = map[string]any{"events": events, "podStatus": podStatus}
 	tr.writeReport("fault-kill", r, false)
 }
