@@ -126,3 +126,21 @@ func registrationErr(msg string) error { return &classErr{msg: msg, class: ErrRe
 func settled(prefix string, err error) error {
 	return &rpcError{msg: prefix + ": " + err.Error(), code: status.Code(err)}
 }
+
+// classed is an error whose text is kubelet's alone (it goes into events
+// and a claim's conditions) and which matches its class, and its cause,
+// with errors.Is.
+type classed struct {
+	class error
+	msg   string
+	cause error
+}
+
+func (e *classed) Error() string { return e.msg }
+
+func (e *classed) Unwrap() []error {
+	if e.cause == nil {
+		return []error{e.class}
+	}
+	return []error{e.class, e.cause}
+}

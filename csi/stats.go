@@ -27,7 +27,7 @@ func (p *Plugin) VolumeStats(ctx context.Context, driver, volumeHandle, path str
 		return VolumeStats{}, err
 	}
 	if !ok {
-		return VolumeStats{}, fmt.Errorf("%w: metrics are not supported for %s Volumes", ErrNotSupported, driver)
+		return VolumeStats{}, &classed{class: ErrNotSupported, msg: fmt.Sprintf("metrics are not supported for %s Volumes", driver)}
 	}
 	return c.NodeGetVolumeStats(ctx, volumeHandle, path)
 }
@@ -71,7 +71,7 @@ func (p *Plugin) Expand(ctx context.Context, req ExpandRequest) (int64, error) {
 		return 0, fmt.Errorf("Expander.NodeExpand failed to check if node supports expansion : %w", err)
 	}
 	if !ok {
-		return 0, fmt.Errorf("%w: NodeExpand is not supported by the CSI driver %s", ErrNotSupported, req.Driver)
+		return 0, &classed{class: ErrNotSupported, msg: fmt.Sprintf("NodeExpand is not supported by the CSI driver %s", req.Driver)}
 	}
 	fsType := req.FSType
 	if req.Block {
@@ -90,9 +90,11 @@ func (p *Plugin) Expand(ctx context.Context, req ExpandRequest) (int64, error) {
 	if err != nil {
 		switch status.Code(err) {
 		case codes.FailedPrecondition:
-			return 0, fmt.Errorf("Expander.NodeExpand failed to expand the volume : %w: %w", ErrVolumeInUse, err)
+			// kubelet's FailedPreconditionError, wrapped.
+			return 0, &classed{class: ErrVolumeInUse, msg: "Expander.NodeExpand failed to expand the volume : " + err.Error(), cause: err}
 		case codes.InvalidArgument, codes.OutOfRange, codes.NotFound:
-			return 0, fmt.Errorf("%w: Expander.NodeExpand failed to expand the volume %w", ErrInfeasible, err)
+			// kubelet's InfeasibleError.
+			return 0, &classed{class: ErrInfeasible, msg: "Expander.NodeExpand failed to expand the volume " + err.Error(), cause: err}
 		}
 		return 0, fmt.Errorf("Expander.NodeExpand failed to expand the volume : %w", err)
 	}

@@ -39,9 +39,13 @@
 // ListPodSandboxStats and the host, as kubelet's CRI stats provider),
 // keeping CPU samples on every pass as kubelet's eviction manager does.
 // The provider reports the image filesystem as the container filesystem
-// too, as kubelet's CRI stats provider does. It does not measure volumes
-// (so the disk rankings and emptyDir limits see writable layers, logs and
-// etc-hosts), nor the pods cgroup unless WithPodsMemory gives it
+// too, as kubelet's CRI stats provider does. Volumes are measured only
+// with WithVolumeStats (or a provider with stats.WithVolumeStats): CSI
+// volumes through volumemanager, which are not local, so they count
+// neither in the disk rankings nor in the ephemeral storage limits, as
+// kubelet's; in-tree volumes are not measured, so the disk rankings and
+// emptyDir limits see writable layers, logs and etc-hosts. It does not
+// measure the pods cgroup unless WithPodsMemory gives it
 // (allocatableMemory.available is otherwise not observed).
 //
 // # One pass (Manager.Synchronize)

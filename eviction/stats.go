@@ -17,7 +17,7 @@ type FsUsage = stats.FsUsage
 // eviction manager does: every Summary keeps the containers' and the
 // node's CPU samples (stats.Provider.Get with updateStats). The pods
 // cgroup's memory (allocatableMemory.available) needs WithPodsMemory;
-// volumes are not measured.
+// volumes are measured only with WithVolumeStats.
 type CRISource struct {
 	provider *stats.Provider
 }
@@ -41,6 +41,12 @@ func WithProcDir(dir string) SourceOption {
 // WithStatfs replaces statfs, for tests.
 func WithStatfs(f func(path string) (FsUsage, error)) SourceOption {
 	return func(c *sourceConfig) { c.opts = append(c.opts, stats.WithStatfs(f)) }
+}
+
+// WithVolumeStats adds the pods' volume stats to the Summary
+// (stats.WithVolumeStats).
+func WithVolumeStats(g stats.PodVolumeStatsGetter) SourceOption {
+	return func(c *sourceConfig) { c.opts = append(c.opts, stats.WithVolumeStats(g)) }
 }
 
 // WithPodsMemory gives the pods cgroup's memory (its available bytes

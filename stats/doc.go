@@ -79,11 +79,28 @@
 //     from CRI, no container psi); with the container's cgroup found,
 //     swap used is the cgroup's where CRI gives none. io (Get only, as
 //     makeContainerStats): always, its psi CRI's.
-//   - ephemeralStorage: the containers' rootfs and logs, the pod log
-//     directory's own files and the pod's etc-hosts, on nodefs.
-//   - volumeStats: nil. kubelet measures every volume with du in a
-//     background loop; emptyDir usage is not cheap enough to walk per
-//     request and is not measured here.
+//   - ephemeralStorage: the containers' rootfs and logs, the local
+//     ephemeral volumes' stats (below), the pod log directory's own files
+//     and the pod's etc-hosts, on nodefs.
+//   - volumeStats: with WithVolumeStats, the pod's volume stats from the
+//     cache of a VolumeAnalyzer (kubelet's fs resource analyzer: a
+//     calculator per pod, measuring its mounted volumes when it starts
+//     and then every period to twice the period, --volume-stats-agg-period
+//     1m by default; never measured per request): the local ephemeral
+//     volumes (disk emptyDir, configMap, gitRepo) first, which count in
+//     ephemeralStorage, then the others (PVCs, generic ephemeral and CSI
+//     inline volumes), which do not; pvcRef for a persistentVolumeClaim
+//     (its claim) and a generic ephemeral volume (<pod>-<volume>). Each
+//     kind sorted by name (kubelet's order is a map's). A volume whose
+//     driver cannot measure it (ErrVolumeMetricsNotSupported: a CSI
+//     driver without GET_VOLUME_STATS) or whose measure fails is left
+//     out; a unit the driver does not report is 0, as kubelet writes it.
+//     The VolumeSource says which volumes are measured: volumemanager's
+//     Manager lists the CSI volumes (NodeGetVolumeStats); in-tree volumes
+//     (emptyDir, configMap, secret, projected, ...), which kubelet
+//     measures with du and statfs, are not measured, so the emptyDir
+//     sizeLimit and ephemeral storage do not see them. Without
+//     WithVolumeStats volumeStats is nil.
 //
 // # Cgroups
 //

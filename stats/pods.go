@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
@@ -404,10 +405,18 @@ func (p *Provider) logStats(dir string, now time.Time, root *FsUsage) *statsapi.
 	return out
 }
 
-// podStorage is kubelet's makePodStorageStats without volumes: the pod's
-// ephemeral storage is its containers' writable layers and logs, the log
-// files of its own directory and its etc-hosts file, on nodefs.
+// podStorage is kubelet's makePodStorageStats: the pod's volume stats
+// (WithVolumeStats) and its ephemeral storage: its containers' writable
+// layers and logs, its local ephemeral volumes, the log files of its own
+// directory and its etc-hosts file, on nodefs.
 func (p *Provider) podStorage(ps *statsapi.PodStats, now time.Time, root *FsUsage) {
+	var ephVolumes []statsapi.VolumeStats
+	if p.volumes != nil {
+		if v, ok := p.volumes.PodVolumeStats(types.UID(ps.PodRef.UID)); ok {
+			ephVolumes = v.Ephemeral
+			ps.VolumeStats = append(append([]statsapi.VolumeStats{}, v.Ephemeral...), v.Persistent...)
+		}
+	}
 	eph := &statsapi.FsStats{}
 	if root != nil {
 		eph = fsStats(root, metav1.Time{})
@@ -429,6 +438,9 @@ func (p *Provider) podStorage(ps *statsapi.PodStats, now time.Time, root *FsUsag
 		if c.Logs != nil {
 			add(c.Logs, true)
 		}
+	}
+	for i := range ephVolumes {
+		add(&ephVolumes[i].FsStats, true)
 	}
 	if logs := p.logStats(p.podLogsDirOf(ps.PodRef), now, root); logs != nil {
 		add(logs, true)

@@ -52,6 +52,7 @@ type Provider struct {
 	statfs     func(path string) (FsUsage, error)
 	clock      clock.PassiveClock
 	system     []systemContainer
+	volumes    PodVolumeStatsGetter
 
 	mu  sync.Mutex
 	cpu map[string]*cpuRecord // by container ID; nodeCPUKey for the node

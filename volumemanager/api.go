@@ -39,6 +39,15 @@ type (
 	}
 )
 
+// NodeGetter is an optional ability of the API: the manager's Node, whose
+// status.volumesAttached must list an attachable volume before it is
+// mounted (kubelet's VerifyControllerAttachedVolume). Kubelet reads it
+// from an informer first and then live; a getter backed by an informer of
+// the one Node is enough.
+type NodeGetter interface {
+	GetNode(ctx context.Context, name string) (*corev1.Node, error)
+}
+
 // API is every getter the manager uses.
 type API interface {
 	ClaimGetter

@@ -47,6 +47,38 @@
 //     at the same target (CSI publish is idempotent), unwanted ones are
 //     unpublished and unstaged once the sources are ready.
 //
+// Volume expansion (kubelet's ExpandInUseVolume and
+// expandVolumeDuringMount, RecoverVolumeExpansionFailure on as in v1.37):
+// a pod mounting a PV read-write makes the PV's capacity the volume's
+// desired size; the size it is known to have is the claim's
+// status.capacity when it was mounted, then what expansion reached. When
+// a pass finds the desired size above the known one (the PV grown by the
+// resizer; AddPod, which a pod sync calls, reads the new PV), it reads
+// the claim and, as kubelet: with a resizer that fills
+// allocatedResources, calls NodeExpandVolume (the publish target, the
+// staging path, the allocated size) only when the claim's
+// allocatedResourceStatuses says NodeResizePending or
+// NodeResizeInProgress (or for an already grown ReadWriteMany claim),
+// patching the claim's status to NodeResizeInProgress first and, after,
+// its capacity with the status cleared (strategic merge patches with the
+// resourceVersion, through the API's ClaimStatusPatcher); a failure marks
+// the claim NodeResizeInfeasible (InvalidArgument, OutOfRange, NotFound)
+// or adds the NodeResizeError condition; FailedPrecondition stops
+// expansion of the volume while it stays mounted. With an older resizer
+// it expands to the PV's capacity and writes the claim's capacity.
+// Events: FileSystemResizeSuccessful on the pod and the claim,
+// VolumeResizeFailed on the pod, FileSystemResizeFailed for a read-only
+// volume. After each publish of a PV volume the claim is read, and a
+// status capacity below the PV's is expanded at once ("MountVolume.Setup
+// failed while expanding volume" leaves the pod volume unusable and
+// retried). Needs a NodeVolumes with VolumeExpander (CSI(plugin) has it).
+//
+// Volume stats: the Manager is a stats.VolumeSource (VolumePods,
+// MountedVolumes: the volumes published for a pod, each measured with
+// NodeGetVolumeStats at its publish target through the NodeVolumes'
+// VolumeStats, kubelet's metricsCsi); a stats.VolumeAnalyzer over it
+// caches them for /stats/summary and eviction.
+//
 // WaitForAttachAndMount is what a pod worker calls before SyncPod, with
 // kubelet's timeout (PodAttachAndMountTimeout, 2m3s) and message
 // ("unmounted volumes=[...], unattached volumes=[...], failed to process
@@ -70,18 +102,25 @@
 // # Refused by name (ErrUnsupported)
 //
 // Block volumes (volumeDevices); PVs that are not CSI (in-tree plugins
-// and their CSI migration); CSIDrivers with tokenRequests or
-// requiresRepublish; a CSIDriver with seLinuxMount: true for a pod that
+// and their CSI migration); CSIDrivers with tokenRequests,
+// requiresRepublish or nodeAllocatableUpdatePeriodSeconds; a CSIDriver with seLinuxMount: true for a pod that
 // sets seLinuxOptions (kubelet would pass a context= mount option).
 //
 // # Differences from kubelet
 //
 //   - Operations run one after another inside a pass, not in goroutines
 //     per volume: a slow driver call delays the others' in that pass.
-//   - The attach wait reads the VolumeAttachment only; kubelet first
-//     waits for the volume in node.status.volumesAttached (the
-//     attach/detach controller writes both). Kubelet's attach-limit
-//     rejection (VolumeAttachmentLimitExceeded) is not made.
+//   - The attach wait reads node.status.volumesAttached only through an
+//     API that is a NodeGetter (Objects.WithNodes, the agent's Node
+//     informer); without one, the VolumeAttachment alone says attached.
+//     Kubelet checks its Node informer's cache first and then reads the
+//     Node live; the manager reads the getter once per attempt.
+//   - The attach limit: the CSINode's allocatable count (NodeGetInfo's
+//     max_volumes_per_node, written by package csi) is what the
+//     scheduler counts, as with kubelet. Kubelet v1.37's mutable count
+//     (a CSIDriver's nodeAllocatableUpdatePeriodSeconds: a periodic
+//     NodeGetInfo and the VolumeAttachmentLimitExceeded rejection of a pod
+//     whose attachment failed with ResourceExhausted) is refused by name.
 //   - A failed NodePublishVolume keeps the pod volume as "maybe published"
 //     (unpublished if abandoned), whatever the error; kubelet forgets it
 //     when the gRPC error is final (both remove the directory then).
@@ -102,10 +141,13 @@
 //     (Persistent); a missing fsGroupPolicy fails the publish with
 //     kubelet's message, as kubelet would.
 //   - Volumes gives SELinuxRelabel true for every published volume (kubelet
-//     asks whether the mount supports SELinux); volume expansion
-//     (NodeExpandVolume), volume health, metrics and the extra
+//     asks whether the mount supports SELinux); volume health and the extra
 //     supplemental groups of the pv.beta.kubernetes.io/gid annotation are
 //     not done.
+//   - The size a mounted volume is known to have comes from the claim read
+//     when the pod was last resolved; kubelet reads the claim again when
+//     it verifies the attachment. Expansions run in the pass, one after
+//     another, after the pass's mounts.
 //   - The wait ends as soon as the state changes instead of polling every
 //     300 ms; WaitForAttachAndMount adds the pod itself (kubelet's pod
 //     manager feeds its populator).

@@ -61,8 +61,11 @@ type Manager struct {
 	reconstructed bool
 	synced        bool // the first pass's reconstruction is done
 	backoff       map[string]retry
-	changed       chan struct{} // closed and replaced at each change
-	nudge         chan struct{}
+	// finalExpansionErrors: volumes whose node expansion failed with a
+	// final error (kubelet's volumesWithFinalExpansionErrors).
+	finalExpansionErrors map[corev1.UniqueVolumeName]bool
+	changed              chan struct{} // closed and replaced at each change
+	nudge                chan struct{}
 }
 
 type retry struct {
@@ -180,12 +183,21 @@ func (m *Manager) AddPod(ctx context.Context, pod *corev1.Pod) error {
 			dv = &desiredVolume{spec: r.s, pods: map[types.UID]*desiredPod{}}
 			m.desired[r.s.name] = dv
 		}
+		dv.spec = r.s // the latest PV (its capacity among the rest)
 		dp := dv.pods[pod.UID]
 		if dp == nil {
 			dp = &desiredPod{}
 			dv.pods[pod.UID] = dp
 		}
 		dp.pod, dp.readOnly = pod, r.s.readOnly
+		if r.s.pv != nil && !r.s.readOnly {
+			// kubelet's checkVolumeFSResize: the desired size, and the
+			// claim's size for a volume rebuilt after a restart.
+			dv.size = r.s.pv.Spec.Capacity.Storage().DeepCopy()
+			if av := m.actual[r.s.name]; av != nil && av.claimSize.IsZero() {
+				av.claimSize = r.s.claimCapacity.DeepCopy()
+			}
+		}
 		dp.outerNames = appendUnique(dp.outerNames, r.outer)
 		ps.volumes[r.outer] = r.s.name
 	}

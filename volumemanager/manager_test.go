@@ -517,6 +517,10 @@ func TestRefusedByName(t *testing.T) {
 			yes := true
 			d.Spec.RequiresRepublish = &yes
 		}, want: "requiresRepublish", is: ErrUnsupported},
+		{name: "node allocatable updates", edit: func(_ *corev1.Pod, _ *corev1.PersistentVolume, d *storagev1.CSIDriver) {
+			period := int64(60)
+			d.Spec.NodeAllocatableUpdatePeriodSeconds = &period
+		}, want: "nodeAllocatableUpdatePeriodSeconds", is: ErrUnsupported},
 		{name: "in-tree PV", edit: func(_ *corev1.Pod, v *corev1.PersistentVolume, _ *storagev1.CSIDriver) {
 			v.Spec.CSI, v.Spec.NFS = nil, &corev1.NFSVolumeSource{Server: "nfs", Path: "/x"}
 		}, want: "not a CSI volume", is: ErrUnsupported},

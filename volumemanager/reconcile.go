@@ -194,17 +194,26 @@ func (m *Manager) checkUnmounted(dir string) error {
 
 func (m *Manager) mountWanted(ctx context.Context) []error {
 	m.mu.Lock()
-	var refs []podVolumeRef
+	var refs, expand []podVolumeRef
 	for name, dv := range m.desired {
 		av := m.actual[name]
+		var mounted []types.UID
 		for uid := range dv.pods {
 			if av == nil || !av.mountedFor(uid) {
 				refs = append(refs, podVolumeRef{name, uid})
+			} else {
+				mounted = append(mounted, uid)
 			}
+		}
+		if len(mounted) > 0 && m.needsExpansionLocked(dv, av) {
+			// kubelet's FsResizeRequired for a pod with the volume
+			// mounted: one expansion per volume.
+			expand = append(expand, podVolumeRef{name, slices.Min(mounted)})
 		}
 	}
 	m.mu.Unlock()
 	sortRefs(refs)
+	sortRefs(expand)
 	var errs []error
 	for _, ref := range refs {
 		key := "mount/" + string(ref.name) + "/" + string(ref.uid)
@@ -215,12 +224,44 @@ func (m *Manager) mountWanted(ctx context.Context) []error {
 			errs = append(errs, err)
 		}
 	}
+	for _, ref := range expand {
+		key := "expand/" + string(ref.name)
+		if m.inBackoff(key) {
+			continue
+		}
+		if err := m.result(key, m.expandInUse(ctx, ref)); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errs
 }
 
 // errNotAttached: waiting for the attach/detach controller (no event, no
 // back-off beyond kubelet's).
 var errNotAttached = errors.New("not attached yet")
+
+// attachedInNodeStatus is kubelet's check of node.status.volumesAttached
+// before it mounts an attachable volume, with an API that is a
+// NodeGetter (without one, the VolumeAttachment alone says attached): not
+// listed yet is errNotAttached (kubelet's "volume ... is not yet in
+// node's status", no event); a failed read is kubelet's error, retried
+// after the back-off.
+func (m *Manager) attachedInNodeStatus(ctx context.Context, s *spec) error {
+	ng, ok := m.api.(NodeGetter)
+	if !ok {
+		return nil
+	}
+	node, err := ng.GetNode(ctx, m.nodeName)
+	if err != nil || node == nil {
+		return fmt.Errorf("VerifyControllerAttachedVolume failed fetching node from API server for volume %q : %v", s.specName, err)
+	}
+	for _, v := range node.Status.VolumesAttached {
+		if v.Name == s.name {
+			return nil
+		}
+	}
+	return errNotAttached
+}
 
 // mount is kubelet's VerifyControllerAttachedVolume and MountVolume for
 // one pod volume: the attachment, the stage (once per volume) and the
@@ -239,6 +280,10 @@ func (m *Manager) mount(ctx context.Context, ref podVolumeRef) error {
 		m.actual[ref.name] = av
 	}
 	av.attachable = s.attachable
+	if s.pv != nil && av.claimSize.IsZero() {
+		// kubelet's InitializeClaimSize when the attachment is verified.
+		av.claimSize = s.claimCapacity.DeepCopy()
+	}
 	attached, device := av.attached, av.device
 	// A volume reconstructed after a restart counts as attached (as
 	// kubelet's); its publish context is read again from the
@@ -247,8 +292,19 @@ func (m *Manager) mount(ctx context.Context, ref podVolumeRef) error {
 	m.mu.Unlock()
 
 	if !attached || refetch {
-		if s.attachable && !inUse && !refetch {
-			return nil // kubelet: "volume not marked in-use"
+		if s.attachable && !refetch {
+			// kubelet's VerifyControllerAttachedVolume: the volume in
+			// node.status.volumesAttached (the attach/detach
+			// controller's word), and in volumesInUse; then the
+			// VolumeAttachment (the CSI attacher's WaitForAttach).
+			if err := m.attachedInNodeStatus(ctx, s); errors.Is(err, errNotAttached) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			if !inUse {
+				return nil // kubelet: "volume not marked in-use"
+			}
 		}
 		publishContext, err := m.attachment(ctx, s)
 		if errors.Is(err, errNotAttached) {
@@ -286,6 +342,16 @@ func (m *Manager) mount(ctx context.Context, ref podVolumeRef) error {
 	}
 	if err := m.publish(cctx, s, av, ref.uid, dp, drv, stagingPath, caps, fsGroup); err != nil {
 		return m.failed(dp.pod, s, "MountVolume.SetUp failed", err)
+	}
+	if err := m.expandDuringMount(ctx, s, av, dp, TargetPath(m.rootDir, ref.uid, s.specName)); err != nil {
+		// Published, but not for the pod's use: maybe published, so
+		// unpublished when abandoned and published again when wanted.
+		m.mu.Lock()
+		if ap := av.pods[ref.uid]; ap != nil {
+			ap.uncertain = true
+		}
+		m.mu.Unlock()
+		return m.failed(dp.pod, s, "MountVolume.Setup failed while expanding volume", err)
 	}
 	logr.FromContextOrDiscard(ctx).V(2).Info("MountVolume.SetUp succeeded", "volume", s.specName, "uniqueName", s.name, "pod", dp.pod.Namespace+"/"+dp.pod.Name)
 	return nil

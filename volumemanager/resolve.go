@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podstart/podstart/validation"
@@ -22,14 +23,16 @@ const pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
 // spec is what the manager learns of one pod volume it serves: the CSI
 // volume behind a PVC (through its PV) or an inline CSI volume.
 type spec struct {
-	name       corev1.UniqueVolumeName
-	specName   string // the PV's name, or the pod's volume name (inline)
-	driver     string
-	handle     string
-	inline     *corev1.CSIVolumeSource
-	pv         *corev1.PersistentVolume
-	readOnly   bool // the claim source's readOnly (PV) or the inline volume's
-	attachable bool
+	name     corev1.UniqueVolumeName
+	specName string // the PV's name, or the pod's volume name (inline)
+	driver   string
+	handle   string
+	inline   *corev1.CSIVolumeSource
+	pv       *corev1.PersistentVolume
+	readOnly bool // the claim source's readOnly (PV) or the inline volume's
+	// claimCapacity is the claim's status.capacity storage when resolved.
+	claimCapacity resource.Quantity
+	attachable    bool
 }
 
 // Manages says whether v is a volume the manager serves: a
@@ -119,7 +122,7 @@ func (m *Manager) resolve(ctx context.Context, pod *corev1.Pod, v corev1.Volume,
 	return &spec{
 		name:     UniqueVolumeName(src.Driver, src.VolumeHandle),
 		specName: pv.Name, driver: src.Driver, handle: src.VolumeHandle,
-		pv: pv, readOnly: readOnly,
+		pv: pv, readOnly: readOnly, claimCapacity: pvc.Status.Capacity.Storage().DeepCopy(),
 		// csiPlugin.CanAttach: attach unless the CSIDriver exists and
 		// says attachRequired: false.
 		attachable: drv == nil || drv.Spec.AttachRequired == nil || *drv.Spec.AttachRequired,
@@ -158,6 +161,12 @@ func (m *Manager) checkDriver(pod *corev1.Pod, drv *storagev1.CSIDriver, name st
 	}
 	if drv.Spec.RequiresRepublish != nil && *drv.Spec.RequiresRepublish {
 		return fmt.Errorf("CSIDriver %s: requiresRepublish: %w", name, ErrUnsupported)
+	}
+	if drv.Spec.NodeAllocatableUpdatePeriodSeconds != nil && *drv.Spec.NodeAllocatableUpdatePeriodSeconds > 0 {
+		// kubelet (MutableCSINodeAllocatableCount, GA in v1.37) would
+		// refresh the CSINode's allocatable count on this period and
+		// reject a pod whose attachment failed with ResourceExhausted.
+		return fmt.Errorf("CSIDriver %s: nodeAllocatableUpdatePeriodSeconds: %w", name, ErrUnsupported)
 	}
 	if drv.Spec.SELinuxMount != nil && *drv.Spec.SELinuxMount && podHasSELinuxOptions(pod) {
 		return fmt.Errorf("CSIDriver %s: seLinuxMount with a pod that sets seLinuxOptions: %w", name, ErrUnsupported)

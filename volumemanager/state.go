@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -13,6 +14,10 @@ type desiredVolume struct {
 	spec          *spec
 	pods          map[types.UID]*desiredPod
 	reportedInUse bool
+	// size is the PV's capacity, the size the volume should have
+	// (kubelet's persistentVolumeSize), set by a pod that mounts it
+	// read-write.
+	size resource.Quantity
 }
 
 type desiredPod struct {
@@ -42,7 +47,14 @@ type actualVolume struct {
 	publishContext map[string]string
 	device         deviceState
 	stagingPath    string // "" when the driver does not stage
-	pods           map[types.UID]*actualPod
+	// claimSize is the size the volume is known to have: the claim's
+	// status capacity, then what node expansion reached (kubelet's
+	// persistentVolumeSize of the actual state).
+	claimSize resource.Quantity
+	// inUseExpansionError: the driver refused to expand the volume while
+	// in use (FailedPrecondition): not tried again while it stays mounted.
+	inUseExpansionError bool
+	pods                map[types.UID]*actualPod
 }
 
 type actualPod struct {

@@ -104,6 +104,13 @@ func (d *Driver) SetCapabilities(caps ...csipb.NodeServiceCapability_RPC_Type) {
 	d.caps = caps
 }
 
+// SetVolumeStats replaces NodeGetVolumeStats' answer.
+func (d *Driver) SetVolumeStats(res *csipb.NodeGetVolumeStatsResponse) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stats = res
+}
+
 // FailNext makes the next call of method fail with err (a gRPC status
 // error keeps its code on the client).
 func (d *Driver) FailNext(method string, err error) {

@@ -195,7 +195,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if a.vm, err = volumemanager.New(cfg.NodeName, cfg.RootDir, storageObjects{cfg.Client}, volumemanager.CSI(plugin),
+	storage := newStorageObjects(cfg.Client, cfg.NodeName)
+	wg.Go(func() { storage.run(ctx) }) // ends at cancel, before wg.Wait
+	if a.vm, err = volumemanager.New(cfg.NodeName, cfg.RootDir, storage, volumemanager.CSI(plugin),
 		volumemanager.WithEventRecorder(recorder), volumemanager.WithMounter(mounter)); err != nil {
 		return err
 	}
@@ -231,6 +233,11 @@ func Run(ctx context.Context, cfg Config) error {
 			log.Println("nodeagent: plugin manager:", err)
 		}
 	})
+	// The volume manager reads CSIDrivers and the Node from their
+	// informers: synced before its first pass.
+	if !cache.WaitForCacheSync(ctx.Done(), storage.synced) {
+		return ctx.Err()
+	}
 	wg.Go(func() { a.vm.Run(logr.NewContext(ctx, logger)) })
 
 	hostIPs := nodeIPs(node)
@@ -361,8 +368,14 @@ func Run(ctx context.Context, cfg Config) error {
 	// usage rates come from; without eviction a loop of its own does.
 	if sl, ok := cfg.Runtime.(runtime.StatsLister); ok {
 		if fs, ok := cfg.Runtime.(runtime.ImageFsInfoReader); ok {
+			// The CSI volumes' stats (NodeGetVolumeStats), cached per pod
+			// and refreshed on kubelet's period in real time, as kubelet's
+			// fs resource analyzer.
+			volumeStats := stats.NewVolumeAnalyzer(a.vm)
+			wg.Go(func() { volumeStats.Run(logr.NewContext(ctx, logger)) })
 			a.stats = stats.New(sl, fs, stats.WithNodeName(cfg.NodeName), stats.WithRootDir(cfg.RootDir),
-				stats.WithPodLogsDir(cfg.PodLogsDir), stats.WithClock(cfg.Clock), stats.WithCgroupRoot(cfg.CgroupRoot))
+				stats.WithPodLogsDir(cfg.PodLogsDir), stats.WithClock(cfg.Clock), stats.WithCgroupRoot(cfg.CgroupRoot),
+				stats.WithVolumeStats(volumeStats))
 			if cfg.Eviction == nil {
 				wg.Go(func() { a.sampleStats(ctx) })
 			}

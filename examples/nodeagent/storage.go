@@ -4,44 +4,115 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	storageinformers "k8s.io/client-go/informers/storage/v1"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/podstart/podstart/csi"
 	"github.com/podstart/podstart/volumemanager"
 )
 
-// storageObjects is volumemanager.API over the API client: each object
-// read live, as kubelet's populator reads claims and volumes and its CSI
-// plugin reads secrets. (Kubelet reads CSIDrivers and VolumeAttachments
-// from informers; live reads are the simple version.)
-type storageObjects struct{ client kubernetes.Interface }
+// storageObjects is volumemanager.API over the API client, reading as
+// kubelet reads: claims, volumes, secrets and VolumeAttachments live (the
+// node authorizer lets a node only get a VolumeAttachment; kubelet's CSI
+// attacher gets it in WaitForAttach, once node.status.volumesAttached
+// lists the volume), CSIDrivers from an informer (kubelet's CSI plugin's
+// CSIDriverLister) and the Node from an informer of the one Node
+// (kubelet's node lister; read live while it is not in the cache).
+type storageObjects struct {
+	client  kubernetes.Interface
+	drivers storagelisters.CSIDriverLister
+	nodes   corelisters.NodeLister
+	// informers to run, and whether they have synced.
+	informers []cache.SharedIndexInformer
+}
 
-func (o storageObjects) GetPersistentVolumeClaim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error) {
+// newStorageObjects makes the informers of CSIDrivers and of the Node
+// nodeName; run starts them.
+func newStorageObjects(client kubernetes.Interface, nodeName string) *storageObjects {
+	drivers := storageinformers.NewCSIDriverInformer(client, 0, cache.Indexers{})
+	nodes := coreinformers.NewFilteredNodeInformer(client, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", nodeName).String()
+	})
+	return &storageObjects{client: client, drivers: storagelisters.NewCSIDriverLister(drivers.GetIndexer()),
+		nodes: corelisters.NewNodeLister(nodes.GetIndexer()), informers: []cache.SharedIndexInformer{drivers, nodes}}
+}
+
+// run runs the informers until ctx ends; synced says when they have
+// listed once.
+func (o *storageObjects) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, inf := range o.informers {
+		wg.Go(func() { inf.Run(ctx.Done()) })
+	}
+	wg.Wait()
+}
+
+// synced says whether every informer has listed once.
+func (o *storageObjects) synced() bool {
+	for _, inf := range o.informers {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+func (o *storageObjects) GetPersistentVolumeClaim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error) {
 	return o.client.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
-func (o storageObjects) GetPersistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
+func (o *storageObjects) GetPersistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
 	return o.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
 }
 
-func (o storageObjects) GetVolumeAttachment(ctx context.Context, name string) (*storagev1.VolumeAttachment, error) {
+func (o *storageObjects) GetVolumeAttachment(ctx context.Context, name string) (*storagev1.VolumeAttachment, error) {
 	return o.client.StorageV1().VolumeAttachments().Get(ctx, name, metav1.GetOptions{})
 }
 
-func (o storageObjects) GetCSIDriver(ctx context.Context, name string) (*storagev1.CSIDriver, error) {
-	return o.client.StorageV1().CSIDrivers().Get(ctx, name, metav1.GetOptions{})
+func (o *storageObjects) GetCSIDriver(_ context.Context, name string) (*storagev1.CSIDriver, error) {
+	d, err := o.drivers.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	return d.DeepCopy(), nil
 }
 
-func (o storageObjects) GetSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+// GetNode is the Node from the informer's cache, or live while the cache
+// does not hold it.
+func (o *storageObjects) GetNode(ctx context.Context, name string) (*corev1.Node, error) {
+	n, err := o.nodes.Get(name)
+	if apierrors.IsNotFound(err) {
+		return o.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return n.DeepCopy(), nil
+}
+
+func (o *storageObjects) GetSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
 	return o.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// PatchPersistentVolumeClaimStatus is kubelet's PVC status patch after a
+// node expansion (the node authorizer lets a node patch the status of
+// the claims its pods use).
+func (o *storageObjects) PatchPersistentVolumeClaimStatus(ctx context.Context, namespace, name string, patch []byte) (*corev1.PersistentVolumeClaim, error) {
+	return o.client.CoreV1().PersistentVolumeClaims(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 }
 
 // nodeInfoWriter is csi.NodeInfoWriter over the API client, as kubelet's
@@ -181,6 +252,8 @@ func (w nodeInfoWriter) updateCSINode(ctx context.Context, node *corev1.Node, ch
 }
 
 var (
-	_ volumemanager.API  = storageObjects{}
-	_ csi.NodeInfoWriter = nodeInfoWriter{}
+	_ volumemanager.API                = (*storageObjects)(nil)
+	_ volumemanager.ClaimStatusPatcher = (*storageObjects)(nil)
+	_ volumemanager.NodeGetter         = (*storageObjects)(nil)
+	_ csi.NodeInfoWriter               = nodeInfoWriter{}
 )

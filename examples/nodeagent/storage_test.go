@@ -8,6 +8,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/podstart/podstart/csi"
 )
@@ -84,5 +85,51 @@ func TestNodeInfoWriter(t *testing.T) {
 	}
 	if _, err := client.StorageV1().CSINodes().Get(ctx, "other", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("unexpected CSINode: %v", err)
+	}
+}
+
+// TestStorageObjectsFromInformers: CSIDrivers and the Node come from
+// informers once synced (no live read however often the volume manager
+// asks: kubelet's listers); a VolumeAttachment is read live (a node may
+// only get one, as kubelet's CSI attacher does).
+func TestStorageObjectsFromInformers(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := newFakeClientset()
+	if _, err := client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "a.csi.io"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o := newStorageObjects(client, nodeName)
+	done := make(chan struct{})
+	go func() { o.run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	if !cache.WaitForCacheSync(ctx.Done(), o.synced) {
+		t.Fatal("not synced")
+	}
+	client.ClearActions()
+	for range 10 {
+		if d, err := o.GetCSIDriver(ctx, "a.csi.io"); err != nil || d.Name != "a.csi.io" {
+			t.Fatalf("GetCSIDriver = %v, %v", d, err)
+		}
+		if n, err := o.GetNode(ctx, nodeName); err != nil || n.Name != nodeName {
+			t.Fatalf("GetNode = %v, %v", n, err)
+		}
+	}
+	if _, err := o.GetCSIDriver(ctx, "missing.csi.io"); !apierrors.IsNotFound(err) {
+		t.Errorf("a missing driver: %v, want NotFound", err)
+	}
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "get" {
+			t.Errorf("a live read from the informers' getters: %s %s", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+	if _, err := o.GetVolumeAttachment(ctx, "csi-x"); !apierrors.IsNotFound(err) {
+		t.Errorf("GetVolumeAttachment: %v", err)
+	}
+	if acts := client.Actions(); len(acts) == 0 || acts[len(acts)-1].GetResource().Resource != "volumeattachments" {
+		t.Errorf("the VolumeAttachment was not read live: %v", acts)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -32,6 +33,7 @@ type tier struct {
 	image  string
 	report string
 	names  *names
+	cfg    *rest.Config // the admin's
 }
 
 func required() bool { return os.Getenv("PODSTART_CSI_REQUIRED") == "1" }
@@ -67,7 +69,7 @@ func setup(t *testing.T) *tier {
 	}
 	return &tier{t: t, cs: cs, node: env["NODE"], kind: env["NODE_KIND"], root: env["ROOT"], calls: env["CALLS"],
 		data: env["DATA"], driver: env["DRIVER"], class: env["STORAGE_CLASS"], image: env["IMAGE"], report: env["REPORT"],
-		names: newNames(env["ROOT"])}
+		names: newNames(env["ROOT"]), cfg: cfg}
 }
 
 // eventually polls cond until it holds, failing the test with cond's last

@@ -131,6 +131,17 @@ type call struct {
 // lock keeps the record's order the order of the work) and appends it.
 func (d *driver) record(socket string) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if socket == "node" {
+			if err := d.fault(info.FullMethod[strings.LastIndex(info.FullMethod, "/")+1:]); err != nil {
+				d.mu.Lock()
+				defer d.mu.Unlock()
+				c := call{Time: time.Now().UTC().Format(time.RFC3339Nano), Socket: socket, Method: info.FullMethod, Request: marshal(req), Error: err.Error()}
+				b, _ := json.Marshal(c)
+				d.rec.Write(append(b, '\n'))
+				log.Printf("bindcsi: %s %s injected err=%v", socket, info.FullMethod, err)
+				return nil, err
+			}
+		}
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		resp, err := handler(ctx, req)
@@ -145,6 +156,36 @@ func (d *driver) record(socket string) grpc.UnaryServerInterceptor {
 		log.Printf("bindcsi: %s %s err=%v", socket, info.FullMethod, err)
 		return resp, err
 	}
+}
+
+// fault is the tier's fault injection on the node socket: a file
+// <data>/faults/<method> saying "fail" fails the next call of method with
+// Unavailable (the file is removed: once); saying "hang" holds every call
+// of method, after creating <data>/faults/<method>.hanging, until the
+// file is removed, then fails it with Aborted (the caller may be gone:
+// an agent killed mid-call).
+func (d *driver) fault(method string) error {
+	path := filepath.Join(d.data, "faults", method)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	switch strings.TrimSpace(string(b)) {
+	case "fail":
+		os.Remove(path)
+		return status.Error(codes.Unavailable, "injected fault")
+	case "hang":
+		os.WriteFile(path+".hanging", nil, 0o644)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if _, err := os.Stat(path); err != nil {
+				return status.Error(codes.Aborted, "injected hang ended")
+			}
+			<-t.C // the caller's ctx ends when it dies: the hang outlives it
+		}
+	}
+	return nil
 }
 
 func marshal(v any) json.RawMessage {
