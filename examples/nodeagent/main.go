@@ -45,6 +45,7 @@ import (
 	"github.com/podstart/podstart/criconfig"
 	"github.com/podstart/podstart/eviction"
 	"github.com/podstart/podstart/imagegc"
+	"github.com/podstart/podstart/mounts"
 	"github.com/podstart/podstart/nodeapi"
 	"github.com/podstart/podstart/podworker"
 	"github.com/podstart/podstart/runtime"
@@ -102,6 +103,10 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 	if err != nil {
 		return err
 	}
+	kill, err := chaosKill()
+	if err != nil {
+		return err
+	}
 	var rt runtime.Runtime = fake.New()
 	var podCgroups podworker.PodCgroups
 	var gcPolicy *imagegc.Policy
@@ -113,6 +118,9 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 		}
 		defer c.Close()
 		rt = c
+		if kill != nil {
+			rt = chaosRuntime{c, kill}
+		}
 		if perQOS {
 			m, err := hostCgroups(ctx, rootDir, cgroupRoot, driver)
 			if err != nil {
@@ -151,6 +159,10 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 		NoResolvConf:  resolvConf == "",
 	}
 	agentCfg.AllowedUnsafeSysctls = api.unsafeSysctls
+	if kill != nil {
+		agentCfg.Trace = kill.trace
+		agentCfg.Mounter = chaosMounter{&mounts.HostMounter{}, kill}
+	}
 	return Run(ctx, agentCfg)
 }
 
