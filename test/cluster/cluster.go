@@ -65,7 +65,7 @@ type Cluster struct {
 	// /readyz answering ok.
 	StartupTime time.Duration
 
-	ca    *authority
+	ca *authority
 	// kube-apiserver's binary and flags, for StartAPIServer.
 	apiserverBin  string
 	apiserverArgs []string
