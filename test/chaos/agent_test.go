@@ -22,6 +22,8 @@ type agent struct {
 	bin  string
 	args []string
 	log  string
+	// nextEnv is added to the environment of the next start only.
+	nextEnv []string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -54,6 +56,11 @@ func (a *agent) start() {
 	a.runs++
 	fmt.Fprintf(f, "=== chaos: agent run %d at %s\n", a.runs, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(a.bin, a.args...)
+	cmd.Env = append(os.Environ(), a.nextEnv...)
+	if len(a.nextEnv) > 0 {
+		fmt.Fprintf(f, "=== chaos: with %s\n", strings.Join(a.nextEnv, " "))
+	}
+	a.nextEnv = nil
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
