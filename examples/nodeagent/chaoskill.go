@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"strconv"
 	"strings"
@@ -121,4 +124,37 @@ func chaosKill() (*killPoint, error) {
 		return nil, nil
 	}
 	return parseKillPoint(v)
+}
+
+// pprofEnv names a test-only environment variable of the chaos tier's
+// soak (test/chaos): a loopback address ("127.0.0.1:PORT") where the agent
+// serves net/http/pprof's /debug/pprof/ (its goroutines, heap), without
+// authentication. Unset, nothing is served; an address that is not
+// loopback stops the agent with an error.
+const pprofEnv = "PODSTART_PPROF_ADDR"
+
+// servePprof serves /debug/pprof/ on the address pprofEnv names, if any,
+// until ctx ends.
+func servePprof(ctx context.Context) error {
+	addr := os.Getenv(pprofEnv)
+	if addr == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("%s=%q: want a loopback address, 127.0.0.1:PORT", pprofEnv, addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	return nil
 }

@@ -38,3 +38,14 @@ func TestKillPointCounts(t *testing.T) {
 	var none *killPoint
 	none.hit("pull") // no hook: nothing happens
 }
+
+func TestServePprofRefusesNonLoopback(t *testing.T) {
+	t.Setenv(pprofEnv, "0.0.0.0:0")
+	if err := servePprof(t.Context()); err == nil {
+		t.Fatal("served pprof on 0.0.0.0")
+	}
+	t.Setenv(pprofEnv, "")
+	if err := servePprof(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}

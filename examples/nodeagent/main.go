@@ -107,6 +107,9 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 	if err != nil {
 		return err
 	}
+	if err := servePprof(ctx); err != nil {
+		return err
+	}
 	var rt runtime.Runtime = fake.New()
 	var podCgroups podworker.PodCgroups
 	var gcPolicy *imagegc.Policy
