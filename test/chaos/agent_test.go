@@ -120,3 +120,13 @@ func (a *agent) tail(n int) string {
 	}
 	return strings.TrimSpace(string(bytes.Join(lines, []byte("\n"))))
 }
+
+// pid is the running agent's process ID (0 when stopped).
+func (a *agent) pid() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cmd == nil {
+		return 0
+	}
+	return a.cmd.Process.Pid
+}

@@ -107,6 +107,41 @@ func TestChaos(t *testing.T) {
 		seed = time.Now().UnixNano()
 	}
 	t.Logf("chaos seed %d (rerun with -chaos.seed=%d), %d pods, %d faults", seed, seed, *podsFlag, *faultsFlag)
+	r := newRun(t, e, seed, setup{tmpfsRoot: true})
+
+	r.churn(*podsFlag, *faultsFlag)
+	r.converge()
+	if *sabotage {
+		r.stopOneContainer()
+		r.converge()
+	}
+	r.checkLeftovers("after the churn")
+	r.checkResized()
+	r.checkStateFiles("after the churn")
+	r.compareWithFreshAgent()
+	r.checkRestarts()
+	r.checkStateFiles("after a fresh agent")
+	r.deleteAll()
+	r.checkLeftovers("after deleting every pod")
+	t.Logf("chaos seed %d: hooked kills %d struck, %d not reached; images removed %d; 'no space left' errors in the agent's log %d, in events %d; resizes %d (%d pods checked against the runtime); pod cgroups of live pods seen %d; state files read %d, corrupt %d, stray temporary files %d",
+		seed, r.hooked, r.hookMissed, r.imagesRemoved, r.enospc, r.enospcEvents(), r.resizes, r.resizesChecked, r.podCgroupsSeen, r.stateFiles, r.corrupt, r.strayTemp)
+	t.Logf("chaos seed %d: runs 1, faults %d (%s), pods %d, leftovers %d, unexpected restarts %d",
+		seed, len(r.faults), strings.Join(r.faults, ", "), len(r.created), r.leftovers, r.unexpectedRestarts)
+}
+
+// setup is what differs between the tier's runs.
+type setup struct {
+	tmpfsRoot bool // the root directory on a tmpfs of its own (-chaos.root-size)
+	// proxy, if set, starts a CRI proxy listening on socket, in front of
+	// the runtime, and returns its endpoint for the agent.
+	proxy func(socket string) (string, error)
+	env   []string // the agent's first run's extra environment
+}
+
+// newRun starts the cluster and the agent, and returns the run once the
+// node is Ready.
+func newRun(t *testing.T, e env, seed int64, o setup) *run {
+	t.Helper()
 	rng := rand.New(rand.NewSource(seed))
 
 	tmp := t.TempDir()
@@ -140,14 +175,24 @@ func TestChaos(t *testing.T) {
 	}
 	t.Cleanup(func() { rt.Close() })
 
+	cri := e.endpoint
+	if o.proxy != nil {
+		p, err := o.proxy(filepath.Join(tmp, "cri.sock"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cri = p
+	}
 	root := filepath.Join(tmp, "root")
 	if err := os.Mkdir(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	// The root directory is a small file system of its own, for the
 	// disk-full fault.
-	if err := syscall.Mount("tmpfs", root, "tmpfs", 0, fmt.Sprintf("mode=0755,size=%s,nr_inodes=%d", *rootSize, *rootInodes)); err != nil {
-		t.Fatalf("mount a tmpfs at the root directory: %v", err)
+	if o.tmpfsRoot {
+		if err := syscall.Mount("tmpfs", root, "tmpfs", 0, fmt.Sprintf("mode=0755,size=%s,nr_inodes=%d", *rootSize, *rootInodes)); err != nil {
+			t.Fatalf("mount a tmpfs at the root directory: %v", err)
+		}
 	}
 	// Whatever the agent left mounted goes before the temporary directory
 	// does (cleanups run last-in first-out); a leftover mount already
@@ -166,7 +211,7 @@ func TestChaos(t *testing.T) {
 	// After the sandboxes are gone (cleanups run last-in first-out).
 	t.Cleanup(func() { removeCgroupTree(t, cgroupRoot) })
 	a := &agent{t: t, bin: bin, log: filepath.Join(tmp, "agent.log"), args: []string{
-		"-kubeconfig", c.NodeKubeconfig, "-node-name", node, "-cri", e.endpoint, "-root-dir", root,
+		"-kubeconfig", c.NodeKubeconfig, "-node-name", node, "-cri", cri, "-root-dir", root,
 		// QoS and pod cgroups in a cgroup tree of the run's own: the
 		// agent removes the pod cgroups it does not hold, so it must
 		// not share its tree with another agent.
@@ -190,27 +235,11 @@ func TestChaos(t *testing.T) {
 		}
 	})
 	t.Cleanup(r.thaw)
+	a.nextEnv = o.env
 	a.start()
 	r.waitNodeReady()
+	return r
 
-	r.churn(*podsFlag, *faultsFlag)
-	r.converge()
-	if *sabotage {
-		r.stopOneContainer()
-		r.converge()
-	}
-	r.checkLeftovers("after the churn")
-	r.checkResized()
-	r.checkStateFiles("after the churn")
-	r.compareWithFreshAgent()
-	r.checkRestarts()
-	r.checkStateFiles("after a fresh agent")
-	r.deleteAll()
-	r.checkLeftovers("after deleting every pod")
-	t.Logf("chaos seed %d: hooked kills %d struck, %d not reached; images removed %d; 'no space left' errors in the agent's log %d, in events %d; resizes %d (%d pods checked against the runtime); pod cgroups of live pods seen %d; state files read %d, corrupt %d, stray temporary files %d",
-		seed, r.hooked, r.hookMissed, r.imagesRemoved, r.enospc, r.enospcEvents(), r.resizes, r.resizesChecked, r.podCgroupsSeen, r.stateFiles, r.corrupt, r.strayTemp)
-	t.Logf("chaos seed %d: runs 1, faults %d (%s), pods %d, leftovers %d, unexpected restarts %d",
-		seed, len(r.faults), strings.Join(r.faults, ", "), len(r.created), r.leftovers, r.unexpectedRestarts)
 }
 
 // eventually polls cond every 200ms until it holds or timeout passes; it
