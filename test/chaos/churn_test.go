@@ -194,12 +194,10 @@ func (r *run) churn(pods, faults int) {
 		f++
 	}
 	for i, o := range ops {
-		if h := hooked[i]; h != "" {
-			r.arm(h, &o)
-		}
+		armed := hooked[i] != "" && r.arm(hooked[i], &o)
 		r.do(o)
-		if h := hooked[i]; h != "" {
-			r.awaitHook(h)
+		if armed {
+			r.awaitHook(hooked[i])
 		}
 		for _, f := range at[i] {
 			r.inject(f)

@@ -110,15 +110,27 @@ func allowed(kind string) bool {
 // arm prepares a hooked fault before its operation: the agent restarts
 // with the hook set; for a pull the image is removed first, so that the
 // next container start pulls it; for a volume the pod made is of the
-// volumes kind.
-func (r *run) arm(f string, o *op) {
+// volumes kind. It reports whether it armed the agent: the image is not
+// removed while another test process uses the runtime (env.sh's lock, as
+// for a containerd restart), and the fault is then skipped.
+func (r *run) arm(f string, o *op) bool {
 	r.faults = append(r.faults, f)
 	r.t.Logf("fault %d: %s (armed: %s=%s:1)", len(r.faults), f, "PODSTART_CHAOS_KILL_AT", hookStage[f])
 	r.recordRunning(f)
 	switch f {
 	case faultAtPull:
+		release, ok, err := e2elock.TryExclusive(r.env.dir)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if !ok {
+			r.faults[len(r.faults)-1] += " (skipped: the runtime is in use by another test process)"
+			r.t.Logf("fault %d skipped: another test process uses the runtime", len(r.faults))
+			return false
+		}
+		defer release()
 		ctx, cancel := r.ctx()
-		err := r.rt.RemoveImage(ctx, &runtimeapi.ImageSpec{Image: r.env.image})
+		err = r.rt.RemoveImage(ctx, &runtimeapi.ImageSpec{Image: r.env.image})
 		cancel()
 		if err != nil {
 			r.t.Fatalf("remove %s before %s: %v", r.env.image, f, err)
@@ -132,6 +144,7 @@ func (r *run) arm(f string, o *op) {
 	r.agent.kill(syscall.SIGKILL)
 	r.agent.nextEnv = []string{"PODSTART_CHAOS_KILL_AT=" + hookStage[f] + ":1"}
 	r.agent.start()
+	return true
 }
 
 // awaitHook waits (a minute at most) until the armed agent killed itself
