@@ -113,10 +113,20 @@ type PodCgroups interface {
 	UpdatePod(ctx context.Context, pod *corev1.Pod) error
 }
 
+// podCgroupGrower is a PodCgroups that raises a pod cgroup's limits that
+// grow before the sync (cgroups.Manager's GrowPod); UpdatePod after it
+// writes the exact values.
+type podCgroupGrower interface {
+	GrowPod(ctx context.Context, pod *corev1.Pod) error
+}
+
 // WithPodCgroups gives each pod a cgroup of its own, as kubelet with
 // cgroupsPerQOS (its default) does: made before every sync that may start
 // something (kubelet's EnsureExists in syncPod), removed after the kill,
-// and swept by CollectGarbage once the sources are ready. Give the Syncer
+// and swept by CollectGarbage once the sources are ready. In-place
+// resizes follow kubelet's order when c also has a GrowPod method (as
+// cgroups.Manager has): what grows is raised before the containers are
+// synced, the exact values written after them. Give the Syncer
 // the criconfig.Node the cgroups were made for, so sandboxes name them as
 // their parent.
 func WithPodCgroups(c PodCgroups) Option { return func(o *options) { o.cgroups = c } }
@@ -1046,11 +1056,23 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 				return retry, false
 			}
 		}
+		var preResize error
+		if g, ok := w.o.cgroups.(podCgroupGrower); ok {
+			// Kubelet's resize order: the pod cgroup grows before the
+			// containers (a container's larger CPU limit, resized or at
+			// its start after the pod's resize, is refused on cgroup v1
+			// above its pod cgroup's quota) and shrinks after them
+			// (UpdatePod below). A failure here is the sync's, after it
+			// ran.
+			preResize = g.GrowPod(ctx, pod)
+		}
 		r := w.syncer.SyncPod(ctx, pod, status, secrets)
+		if preResize != nil {
+			r.SyncError = errors.Join(r.SyncError, fmt.Errorf("failed to grow the pod cgroup of %v: %w", pod.UID, preResize))
+		}
 		if w.o.cgroups != nil && r.Error() == nil {
 			// After the containers, as kubelet shrinks a pod's cgroup after
-			// them (growing it after them too only delays the new room
-			// until this write).
+			// them (what grows was raised before them, GrowPod).
 			if err := w.o.cgroups.UpdatePod(ctx, pod); err != nil {
 				r.SyncError = errors.Join(r.SyncError, fmt.Errorf("failed to update the pod cgroup of %v: %w", pod.UID, err))
 			}
