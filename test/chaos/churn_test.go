@@ -271,9 +271,16 @@ func (r *run) do(o op) {
 	case "delete":
 		l := r.live()
 		if o.running {
+			// A pod whose container runs now, per the API server: a pod
+			// with nothing to kill never reaches the kill point.
+			all, err := r.apiPods()
+			if err != nil {
+				r.t.Fatal(err)
+			}
 			var keep []*podInfo
 			for _, p := range l {
-				if p.kind != kindCrash {
+				cur := all[p.uid]
+				if p.kind != kindCrash && cur != nil && len(cur.Status.ContainerStatuses) == 1 && cur.Status.ContainerStatuses[0].State.Running != nil {
 					keep = append(keep, p)
 				}
 			}
