@@ -88,9 +88,13 @@ func TestSoak(t *testing.T) {
 		counts := proxy.Counts()
 		created := len(r.created) - lastCreated
 		all, life := 0, 0
+		var byMethod []string
 		for m, n := range counts {
 			d := n - lastCounts[m]
 			all += d
+			if d > 0 && created > 0 {
+				byMethod = append(byMethod, fmt.Sprintf("%s %.1f", m[strings.LastIndexByte(m, '/')+1:], float64(d)/float64(created)))
+			}
 			for _, l := range lifecycleMethods {
 				if strings.HasSuffix(m, "/"+l) {
 					life += d
@@ -109,8 +113,9 @@ func TestSoak(t *testing.T) {
 		}
 		rows = append(rows, row)
 		lastCounts, lastCreated = counts, len(r.created)
-		t.Logf("soak sample at %v: RSS %d KiB, open files %d, goroutines %d, live pods %d, pods created %d, CRI calls per pod %.1f (lifecycle %.1f)",
-			row.at.Round(time.Second), row.rssKiB, row.fds, row.gorout, row.live, row.created, row.perPod, row.lifePerPod)
+		sort.Strings(byMethod)
+		t.Logf("soak sample at %v: RSS %d KiB, open files %d, goroutines %d, live pods %d, pods created %d, CRI calls per pod %.1f (lifecycle %.1f; by method: %s)",
+			row.at.Round(time.Second), row.rssKiB, row.fds, row.gorout, row.live, row.created, row.perPod, row.lifePerPod, strings.Join(byMethod, ", "))
 		fmt.Fprintf(out, "%.1f\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.2f\n", row.at.Minutes(), row.rssKiB, row.fds, row.gorout, row.live, row.created, row.perPod, row.lifePerPod)
 	}
 
