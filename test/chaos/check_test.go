@@ -340,7 +340,10 @@ func (r *run) compareWithFreshAgent() {
 }
 
 // deleteAll deletes every pod and waits until the API server holds none.
-func (r *run) deleteAll() {
+func (r *run) deleteAll() { r.deleteAllWithin(90 * time.Second) }
+
+// deleteAllWithin is deleteAll waiting at most timeout.
+func (r *run) deleteAllWithin(timeout time.Duration) {
 	grace := int64(2)
 	for _, info := range r.live() {
 		ctx, cancel := r.ctx()
@@ -351,7 +354,7 @@ func (r *run) deleteAll() {
 		}
 		info.deleted = true
 	}
-	eventually(r.t, 90*time.Second, "every pod deleted", func() (bool, string) {
+	eventually(r.t, timeout, "every pod deleted", func() (bool, string) {
 		pods, err := r.apiPods()
 		if err != nil {
 			return false, err.Error()
