@@ -177,3 +177,45 @@ func (m *Manager) UpdatePodResource(ctx context.Context, pod *corev1.Pod, resour
 	}
 	return nil
 }
+
+// GrowPod raises, of the pod cgroup's CPU quota and memory limit, those
+// lower than the pod's values now (no limit, -1, counting as the
+// highest), and leaves the others: the first half of kubelet's pod-level
+// resize order (doPodResizeAction grows the pod cgroup before the
+// containers and shrinks it after them), for a caller that syncs the
+// containers next and calls UpdatePod after them. A container's new limit
+// then fits under its pod cgroup: cgroup v1 refuses a CFS quota above the
+// parent's (EINVAL), so a container resized or started with a larger CPU
+// limit would otherwise fail until the pod cgroup changed. Nothing is
+// written when nothing grows.
+func (m *Manager) GrowPod(ctx context.Context, pod *corev1.Pod) error {
+	if !m.perQOS() {
+		return nil
+	}
+	n, err := m.PodName(pod)
+	if err != nil {
+		return err
+	}
+	cur, err := m.CgroupConfig(ctx, n)
+	if err != nil {
+		return fmt.Errorf("cgroups: grow %s: %w", m.display(n), err)
+	}
+	rc := m.PodResourceConfig(pod)
+	grows := func(cur, want *int64) bool {
+		return want != nil && cur != nil && *cur != -1 && (*want == -1 || *want > *cur)
+	}
+	var upd ResourceConfig
+	if grows(cur.CPUQuota, rc.CPUQuota) {
+		upd.CPUQuota, upd.CPUPeriod = rc.CPUQuota, rc.CPUPeriod
+	}
+	if grows(cur.Memory, rc.Memory) {
+		upd.Memory = rc.Memory
+	}
+	if upd.CPUQuota == nil && upd.Memory == nil {
+		return nil
+	}
+	if err := m.apply(ctx, n, upd); err != nil {
+		return fmt.Errorf("cgroups: grow %s: %w", m.display(n), err)
+	}
+	return nil
+}

@@ -124,3 +124,56 @@ func TestCgroupConfigUnlimited(t *testing.T) {
 		t.Errorf("CgroupConfig of a BestEffort pod (-want +got):\n%s", diff)
 	}
 }
+
+// GrowPod raises what grows (the CPU quota here) and leaves what shrinks
+// (the memory limit) for UpdatePod.
+func TestGrowPod(t *testing.T) {
+	t.Parallel()
+	for _, l := range layouts {
+		t.Run(l.String(), func(t *testing.T) {
+			t.Parallel()
+			m, _ := newTestManager(t, l, criconfig.Node{})
+			ctx := context.Background()
+			if err := m.EnsureQoS(ctx); err != nil {
+				t.Fatal(err)
+			}
+			pod := podWith("grow", rr(req("250m", "64Mi"), req("1", "128Mi")))
+			if err := m.EnsurePod(ctx, pod); err != nil {
+				t.Fatal(err)
+			}
+			read := func() ResourceConfig {
+				t.Helper()
+				rc, err := m.CgroupConfig(ctx, mustPodName(t, m, pod))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return rc
+			}
+			before := read()
+			resized := pod.DeepCopy()
+			resized.Spec.Containers[0].Resources = rr(req("250m", "64Mi"), req("2", "96Mi"))
+			if err := m.GrowPod(ctx, resized); err != nil {
+				t.Fatal(err)
+			}
+			want := before
+			want.CPUQuota = i64(200000)
+			if diff := cmp.Diff(want, read()); diff != "" {
+				t.Fatalf("after GrowPod (-want +got):\n%s", diff)
+			}
+			if err := m.UpdatePod(ctx, resized); err != nil {
+				t.Fatal(err)
+			}
+			want.Memory = i64(96 * mi)
+			if diff := cmp.Diff(want, read()); diff != "" {
+				t.Fatalf("after UpdatePod (-want +got):\n%s", diff)
+			}
+			// Nothing grows: nothing changes.
+			if err := m.GrowPod(ctx, resized); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, read()); diff != "" {
+				t.Fatalf("after a second GrowPod (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -132,3 +132,86 @@ func podCgroup(t *testing.T, m *cgroups.Manager, pod *corev1.Pod) string {
 	}
 	return n.Cgroupfs()
 }
+
+// A pod resized before its container ever ran (its agent died between the
+// sandbox and the container, or every start failed) has its pod cgroup
+// resized before the next start, as kubelet v1.37.2 resizes it first for
+// a starting container that was resized (startingResizedContainer): on
+// cgroup v1 the kernel refuses a container CPU quota above its pod
+// cgroup's, so a start after the resize could never succeed while the pod
+// cgroup waited for a sync without error.
+func TestResizedPodCgroupBeforeFirstStart(t *testing.T) {
+	tree, m := memCgroups(t)
+	e := newEnv(t, nil, podworker.WithPodCgroups(m))
+	res := func(cpu string) corev1.ResourceRequirements {
+		return corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("32Mi")},
+		}
+	}
+	pod := testPod("resized")
+	pod.Spec.InitContainers = nil
+	pod.Spec.Containers = pod.Spec.Containers[:1]
+	pod.Spec.Containers[0].Resources = res("100m")
+	stop := e.fake.Fail("StartContainer", errors.New("cpu.cfs_quota_us: invalid argument"))
+	if err := e.workers.Upsert(pod); err != nil {
+		t.Fatal(err)
+	}
+	failed := func(st podworker.PodState) bool { return st.Result.Error() != nil }
+	e.waitFor("a failed start", []types.UID{pod.UID}, failed)
+	quota := "cpu" + podCgroup(t, m, pod) + "/cpu.cfs_quota_us"
+	if v, err := tree.ReadFile(quota); err != nil || v != "10000" {
+		t.Fatalf("%s = %q, %v; want 10000 (100m)", quota, v, err)
+	}
+	resized := pod.DeepCopy()
+	resized.Spec.Containers[0].Resources = res("200m")
+	if err := e.workers.Upsert(resized); err != nil {
+		t.Fatal(err)
+	}
+	// The starts still fail: the pod cgroup must not wait for one that
+	// succeeds.
+	e.waitFor("the pod cgroup resized before a start", []types.UID{pod.UID}, func(st podworker.PodState) bool {
+		v, err := tree.ReadFile(quota)
+		return failed(st) && err == nil && v == "20000"
+	})
+	stop()
+	e.waitFor("the pod running", []types.UID{pod.UID}, running)
+}
+
+// A running container resized to a larger CPU limit finds its pod cgroup
+// already grown: kubelet grows the pod cgroup before the containers.
+// Growing it after a sync without error only would never come on cgroup
+// v1, whose kernel refuses the container's quota above the pod's.
+func TestPodCgroupGrowsBeforeContainerResize(t *testing.T) {
+	tree, m := memCgroups(t)
+	e := newEnv(t, nil, podworker.WithPodCgroups(m))
+	res := func(cpu string) corev1.ResourceRequirements {
+		return corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("32Mi")},
+		}
+	}
+	pod := testPod("grows")
+	pod.Spec.InitContainers = nil
+	pod.Spec.Containers = pod.Spec.Containers[:1]
+	pod.Spec.Containers[0].Resources = res("100m")
+	if err := e.workers.Upsert(pod); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the pod running", []types.UID{pod.UID}, running)
+	quota := "cpu" + podCgroup(t, m, pod) + "/cpu.cfs_quota_us"
+	if v, err := tree.ReadFile(quota); err != nil || v != "10000" {
+		t.Fatalf("%s = %q, %v; want 10000 (100m)", quota, v, err)
+	}
+	stop := e.fake.Fail("UpdateContainerResources", errors.New("cpu.cfs_quota_us: invalid argument"))
+	defer stop()
+	resized := pod.DeepCopy()
+	resized.Spec.Containers[0].Resources = res("200m")
+	if err := e.workers.Upsert(resized); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the pod cgroup grown before the container's resize", []types.UID{pod.UID}, func(st podworker.PodState) bool {
+		v, err := tree.ReadFile(quota)
+		return st.Result.Error() != nil && err == nil && v == "20000"
+	})
+}

@@ -275,11 +275,23 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 				return retry, false
 			}
 		}
+		var preResize error
+		if g, ok := w.o.cgroups.(podCgroupGrower); ok {
+			// Kubelet's resize order: the pod cgroup grows before the
+			// containers (a container's larger CPU limit, resized or at
+			// its start after the pod's resize, is refused on cgroup v1
+			// above its pod cgroup's quota) and shrinks after them
+			// (UpdatePod below). A failure here is the sync's, after it
+			// ran.
+			preResize = g.GrowPod(ctx, pod)
+		}
 		r := w.syncer.SyncPod(ctx, pod, status, secrets)
+		if preResize != nil {
+			r.SyncError = errors.Join(r.SyncError, fmt.Errorf("failed to grow the pod cgroup of %v: %w", pod.UID, preResize))
+		}
 		if w.o.cgroups != nil && r.Error() == nil {
 			// After the containers, as kubelet shrinks a pod's cgroup after
-			// them (growing it after them too only delays the new room
-			// until this write).
+			// them (what grows was raised before them, GrowPod).
 			if err := w.o.cgroups.UpdatePod(ctx, pod); err != nil {
 				r.SyncError = errors.Join(r.SyncError, fmt.Errorf("failed to update the pod cgroup of %v: %w", pod.UID, err))
 			}

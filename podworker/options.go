@@ -59,10 +59,20 @@ type PodCgroups interface {
 	UpdatePod(ctx context.Context, pod *corev1.Pod) error
 }
 
+// podCgroupGrower is a PodCgroups that raises a pod cgroup's limits that
+// grow before the sync (cgroups.Manager's GrowPod); UpdatePod after it
+// writes the exact values.
+type podCgroupGrower interface {
+	GrowPod(ctx context.Context, pod *corev1.Pod) error
+}
+
 // WithPodCgroups gives each pod a cgroup of its own, as kubelet with
 // cgroupsPerQOS (its default) does: made before every sync that may start
 // something (kubelet's EnsureExists in syncPod), removed after the kill,
-// and swept by CollectGarbage once the sources are ready. Give the Syncer
+// and swept by CollectGarbage once the sources are ready. In-place
+// resizes follow kubelet's order when c also has a GrowPod method (as
+// cgroups.Manager has): what grows is raised before the containers are
+// synced, the exact values written after them. Give the Syncer
 // the criconfig.Node the cgroups were made for, so sandboxes name them as
 // their parent.
 func WithPodCgroups(c PodCgroups) Option { return func(o *options) { o.cgroups = c } }

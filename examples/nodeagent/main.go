@@ -46,6 +46,7 @@ import (
 	"github.com/podstart/podstart/criconfig"
 	"github.com/podstart/podstart/eviction"
 	"github.com/podstart/podstart/imagegc"
+	"github.com/podstart/podstart/mounts"
 	"github.com/podstart/podstart/nodeapi"
 	"github.com/podstart/podstart/nodemetrics"
 	"github.com/podstart/podstart/podworker"
@@ -104,6 +105,13 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 	if err != nil {
 		return err
 	}
+	kill, err := chaosKill()
+	if err != nil {
+		return err
+	}
+	if err := servePprof(ctx); err != nil {
+		return err
+	}
 	var rt runtime.Runtime = fake.New()
 	var podCgroups podworker.PodCgroups
 	var gcPolicy *imagegc.Policy
@@ -120,6 +128,9 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 		}
 		defer c.Close()
 		rt = c
+		if kill != nil {
+			rt = chaosRuntime{c, kill}
+		}
 		if perQOS {
 			m, err := hostCgroups(ctx, rootDir, cgroupRoot, driver)
 			if err != nil {
@@ -160,6 +171,10 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 	}
 	agentCfg.AllowedUnsafeSysctls = api.unsafeSysctls
 	agentCfg.StaticPods = staticFlags.config()
+	if kill != nil {
+		agentCfg.Trace = kill.trace
+		agentCfg.Mounter = chaosMounter{&mounts.HostMounter{}, kill}
+	}
 	return Run(ctx, agentCfg)
 }
 

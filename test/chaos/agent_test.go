@@ -22,6 +22,8 @@ type agent struct {
 	bin  string
 	args []string
 	log  string
+	// nextEnv is added to the environment of the next start only.
+	nextEnv []string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -54,6 +56,11 @@ func (a *agent) start() {
 	a.runs++
 	fmt.Fprintf(f, "=== chaos: agent run %d at %s\n", a.runs, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(a.bin, a.args...)
+	cmd.Env = append(os.Environ(), a.nextEnv...)
+	if len(a.nextEnv) > 0 {
+		fmt.Fprintf(f, "=== chaos: with %s\n", strings.Join(a.nextEnv, " "))
+	}
+	a.nextEnv = nil
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -112,4 +119,14 @@ func (a *agent) tail(n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.TrimSpace(string(bytes.Join(lines, []byte("\n"))))
+}
+
+// pid is the running agent's process ID (0 when stopped).
+func (a *agent) pid() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cmd == nil {
+		return 0
+	}
+	return a.cmd.Process.Pid
 }

@@ -26,14 +26,21 @@ import (
 	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/test/cluster"
 	"github.com/podstart/podstart/test/e2elock"
+	"github.com/podstart/podstart/test/kubeletrun"
 )
 
 var (
-	seedFlag   = flag.Int64("chaos.seed", 0, "seed of the churn and the faults (0: time-based; the seed used is logged)")
-	podsFlag   = flag.Int("chaos.pods", 8, "pods created during the churn")
-	faultsFlag = flag.Int("chaos.faults", 4, "faults injected during the churn")
-	sabotage   = flag.Bool("chaos.sabotage", false, "a check of the checks: stop one recorded running container through the CRI after convergence; the run must then fail with 1 unexpected restart")
-	freezeFlag = flag.Duration("chaos.apiserver-freeze", 10*time.Second, "how long an API server fault keeps kube-apiserver stopped (SIGSTOP)")
+	seedFlag     = flag.Int64("chaos.seed", 0, "seed of the churn and the faults (0: time-based; the seed used is logged)")
+	podsFlag     = flag.Int("chaos.pods", 8, "pods created during the churn")
+	faultsFlag   = flag.Int("chaos.faults", 4, "faults injected during the churn")
+	sabotage     = flag.Bool("chaos.sabotage", false, "a check of the checks: stop one recorded running container through the CRI after convergence; the run must then fail with 1 unexpected restart")
+	freezeFlag   = flag.Duration("chaos.apiserver-freeze", 10*time.Second, "how long an apiserver-stop fault keeps kube-apiserver frozen (SIGSTOP)")
+	downFlag     = flag.Duration("chaos.apiserver-down", 10*time.Second, "how long an apiserver-down fault keeps kube-apiserver stopped (the issue's 60s on demand)")
+	diskFullFlag = flag.Duration("chaos.disk-full", 5*time.Second, "how long a disk-full fault keeps the root directory's file system full (at least until the next operation)")
+	rootSize     = flag.String("chaos.root-size", "128m", "size of the tmpfs mounted as the agent's root directory")
+	rootInodes   = flag.Int("chaos.root-inodes", 20000, "inodes of the tmpfs mounted as the agent's root directory (a disk-full fault takes them all)")
+	onlyFlag     = flag.String("chaos.only", "", "comma-separated fault kinds to draw from (default: all; see README.md)")
+	cgroupFlag   = flag.String("chaos.cgroup-root", "", "the agent's -cgroup-root (default /podstart-chaos/<pid>: a tree of its own, removed at the end)")
 )
 
 const (
@@ -100,6 +107,41 @@ func TestChaos(t *testing.T) {
 		seed = time.Now().UnixNano()
 	}
 	t.Logf("chaos seed %d (rerun with -chaos.seed=%d), %d pods, %d faults", seed, seed, *podsFlag, *faultsFlag)
+	r := newRun(t, e, seed, setup{tmpfsRoot: true})
+
+	r.churn(*podsFlag, *faultsFlag)
+	r.converge()
+	if *sabotage {
+		r.stopOneContainer()
+		r.converge()
+	}
+	r.checkLeftovers("after the churn")
+	r.checkResized()
+	r.checkStateFiles("after the churn")
+	r.compareWithFreshAgent()
+	r.checkRestarts()
+	r.checkStateFiles("after a fresh agent")
+	r.deleteAll()
+	r.checkLeftovers("after deleting every pod")
+	t.Logf("chaos seed %d: hooked kills %d struck, %d not reached; images removed %d; 'no space left' errors in the agent's log %d, in events %d; resizes %d (%d pods checked against the runtime); pod cgroups of live pods seen %d; state files read %d, corrupt %d, stray temporary files %d",
+		seed, r.hooked, r.hookMissed, r.imagesRemoved, r.enospc, r.enospcEvents(), r.resizes, r.resizesChecked, r.podCgroupsSeen, r.stateFiles, r.corrupt, r.strayTemp)
+	t.Logf("chaos seed %d: runs 1, faults %d (%s), pods %d, leftovers %d, unexpected restarts %d",
+		seed, len(r.faults), strings.Join(r.faults, ", "), len(r.created), r.leftovers, r.unexpectedRestarts)
+}
+
+// setup is what differs between the tier's runs.
+type setup struct {
+	tmpfsRoot bool // the root directory on a tmpfs of its own (-chaos.root-size)
+	// proxy, if set, starts a CRI proxy listening on socket, in front of
+	// the runtime, and returns its endpoint for the agent.
+	proxy func(socket string) (string, error)
+	env   []string // the agent's first run's extra environment
+}
+
+// newRun starts the cluster and the agent, and returns the run once the
+// node is Ready.
+func newRun(t *testing.T, e env, seed int64, o setup) *run {
+	t.Helper()
 	rng := rand.New(rand.NewSource(seed))
 
 	tmp := t.TempDir()
@@ -133,24 +175,51 @@ func TestChaos(t *testing.T) {
 	}
 	t.Cleanup(func() { rt.Close() })
 
+	cri := e.endpoint
+	if o.proxy != nil {
+		p, err := o.proxy(filepath.Join(tmp, "cri.sock"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cri = p
+	}
 	root := filepath.Join(tmp, "root")
 	if err := os.Mkdir(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// The root directory is a small file system of its own, for the
+	// disk-full fault.
+	if o.tmpfsRoot {
+		if err := syscall.Mount("tmpfs", root, "tmpfs", 0, fmt.Sprintf("mode=0755,size=%s,nr_inodes=%d", *rootSize, *rootInodes)); err != nil {
+			t.Fatalf("mount a tmpfs at the root directory: %v", err)
+		}
+	}
 	// Whatever the agent left mounted goes before the temporary directory
 	// does (cleanups run last-in first-out); a leftover mount already
 	// failed the test below.
-	t.Cleanup(func() { unmountBeneath(t, root) })
+	t.Cleanup(func() {
+		unmountBeneath(t, root)
+		syscall.Unmount(root, syscall.MNT_DETACH)
+	})
+	cgroupRoot := *cgroupFlag
+	if cgroupRoot == "" {
+		cgroupRoot = fmt.Sprintf("/podstart-chaos/%d", os.Getpid())
+	}
+	if err := kubeletrun.MakeCgroupRoot(cgroupRoot); err != nil {
+		t.Fatal(err)
+	}
+	// After the sandboxes are gone (cleanups run last-in first-out).
+	t.Cleanup(func() { removeCgroupTree(t, cgroupRoot) })
 	a := &agent{t: t, bin: bin, log: filepath.Join(tmp, "agent.log"), args: []string{
-		"-kubeconfig", c.NodeKubeconfig, "-node-name", node, "-cri", e.endpoint, "-root-dir", root,
-		// A cgroup tree of its own is not available; with no QoS and
-		// pod cgroups the agent touches no host cgroup another agent
-		// on this host may use.
-		"-cgroups-per-qos=false",
+		"-kubeconfig", c.NodeKubeconfig, "-node-name", node, "-cri", cri, "-root-dir", root,
+		// QoS and pod cgroups in a cgroup tree of the run's own: the
+		// agent removes the pod cgroups it does not hold, so it must
+		// not share its tree with another agent.
+		"-cgroups-per-qos=true", "-cgroup-root", cgroupRoot,
 		"-node-api-address", "",
 		"-image-gc=false", "-eviction=false",
 	}}
-	r := &run{t: t, rng: rng, admin: admin, rt: rt, agent: a, env: e, cluster: c, root: root,
+	r := &run{t: t, rng: rng, admin: admin, rt: rt, agent: a, env: e, cluster: c, root: root, cgroupRoot: cgroupRoot,
 		created: map[types.UID]*podInfo{}, seen: map[containerKey]seenContainer{}}
 	// After the agent stopped (cleanups run last-in first-out): a failed
 	// run's pods are still on the runtime; remove their sandboxes, so that
@@ -166,22 +235,11 @@ func TestChaos(t *testing.T) {
 		}
 	})
 	t.Cleanup(r.thaw)
+	a.nextEnv = o.env
 	a.start()
 	r.waitNodeReady()
+	return r
 
-	r.churn(*podsFlag, *faultsFlag)
-	r.converge()
-	if *sabotage {
-		r.stopOneContainer()
-		r.converge()
-	}
-	r.checkLeftovers("after the churn")
-	r.compareWithFreshAgent()
-	r.checkRestarts()
-	r.deleteAll()
-	r.checkLeftovers("after deleting every pod")
-	t.Logf("chaos seed %d: runs 1, faults %d (%s), pods %d, leftovers %d, unexpected restarts %d",
-		seed, len(r.faults), strings.Join(r.faults, ", "), len(r.created), r.leftovers, r.unexpectedRestarts)
 }
 
 // eventually polls cond every 200ms until it holds or timeout passes; it

@@ -37,7 +37,8 @@ func (r *run) apiPods() (map[types.UID]*corev1.Pod, error) {
 }
 
 // converged is whether p has reached what its kind promises.
-func converged(kind string, p *corev1.Pod) (bool, string) {
+func converged(info *podInfo, p *corev1.Pod) (bool, string) {
+	kind := info.kind
 	if p.DeletionTimestamp != nil {
 		return false, "still terminating"
 	}
@@ -53,6 +54,9 @@ func converged(kind string, p *corev1.Pod) (bool, string) {
 	}
 	if p.Status.Phase != corev1.PodRunning || cs.State.Running == nil || !cs.Ready {
 		return false, fmt.Sprintf("phase %s, state %+v, ready %v", p.Status.Phase, cs.State, cs.Ready)
+	}
+	if kind == kindResize {
+		return resized(info, p)
 	}
 	return true, ""
 }
@@ -74,7 +78,7 @@ func (r *run) converge() {
 			case !info.deleted && p == nil:
 				waiting = append(waiting, info.name+": gone from the API server")
 			case p != nil:
-				if ok, why := converged(info.kind, p); !ok {
+				if ok, why := converged(info, p); !ok {
 					waiting = append(waiting, info.name+": "+why)
 				}
 			}
@@ -180,6 +184,21 @@ func (r *run) leftoverList() ([]string, error) {
 			}
 		}
 	}
+	cgs, err := podCgroups(r.cgroupRoot)
+	if err != nil {
+		return nil, err
+	}
+	live := 0
+	for uid, dirs := range cgs {
+		if gone[uid] != nil {
+			for _, d := range dirs {
+				left = append(left, fmt.Sprintf("pod cgroup %s of %s", d, gone[uid].name))
+			}
+		} else if pods[uid] != nil {
+			live++
+		}
+	}
+	r.podCgroupsSeen = max(r.podCgroupsSeen, live)
 	ms, err := mountsBeneath(r.root)
 	if err != nil {
 		return nil, err
@@ -257,8 +276,12 @@ func viewOf(p *corev1.Pod) statusView {
 			state = "terminated"
 		}
 		started := cs.Started != nil && *cs.Started
-		v.Containers = append(v.Containers, fmt.Sprintf("%s %s ready=%v started=%v restarts=%d %s image=%s",
-			cs.Name, cs.ContainerID, cs.Ready, started, cs.RestartCount, state, cs.ImageID))
+		res := ""
+		if cs.Resources != nil {
+			res = fmt.Sprintf(" requests=%s limits=%s", fmtList(cs.Resources.Requests), fmtList(cs.Resources.Limits))
+		}
+		v.Containers = append(v.Containers, fmt.Sprintf("%s %s ready=%v started=%v restarts=%d %s image=%s%s",
+			cs.Name, cs.ContainerID, cs.Ready, started, cs.RestartCount, state, cs.ImageID, res))
 	}
 	return v
 }
@@ -317,7 +340,10 @@ func (r *run) compareWithFreshAgent() {
 }
 
 // deleteAll deletes every pod and waits until the API server holds none.
-func (r *run) deleteAll() {
+func (r *run) deleteAll() { r.deleteAllWithin(90 * time.Second) }
+
+// deleteAllWithin is deleteAll waiting at most timeout.
+func (r *run) deleteAllWithin(timeout time.Duration) {
 	grace := int64(2)
 	for _, info := range r.live() {
 		ctx, cancel := r.ctx()
@@ -328,7 +354,7 @@ func (r *run) deleteAll() {
 		}
 		info.deleted = true
 	}
-	eventually(r.t, 90*time.Second, "every pod deleted", func() (bool, string) {
+	eventually(r.t, timeout, "every pod deleted", func() (bool, string) {
 		pods, err := r.apiPods()
 		if err != nil {
 			return false, err.Error()

@@ -7,20 +7,17 @@ import (
 	"fmt"
 	"math/rand"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/test/cluster"
-	"github.com/podstart/podstart/test/e2elock"
 )
 
 // Pod kinds of the churn.
@@ -29,15 +26,33 @@ const (
 	kindProbe   = "probe"   // long-running, with an exec readiness probe
 	kindVolumes = "volumes" // long-running, a Secret volume and emptyDirs (one in memory)
 	kindCrash   = "crash"   // exits 1 every second: CrashLoopBackOff
+	kindResize  = "resize"  // long-running, Burstable, resized in place during the churn
 )
 
-var kinds = []string{kindSleep, kindProbe, kindVolumes, kindCrash}
+var kinds = []string{kindSleep, kindProbe, kindVolumes, kindCrash, kindResize}
 
 type podInfo struct {
 	name, kind string
 	uid        types.UID
 	deleted    bool
+	// res is what the resize kind's container must have: the spec's
+	// resources after the last resize.
+	res resources
 }
+
+// resources are a resize pod's container's requests and limits.
+type resources struct {
+	cpuReq, cpuLim, memReq, memLim string
+}
+
+func (r resources) requirements() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(r.cpuReq), corev1.ResourceMemory: resource.MustParse(r.memReq)},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(r.cpuLim), corev1.ResourceMemory: resource.MustParse(r.memLim)},
+	}
+}
+
+var initialResources = resources{cpuReq: "50m", cpuLim: "100m", memReq: "32Mi", memLim: "64Mi"}
 
 type containerKey struct {
 	uid  types.UID
@@ -52,8 +67,12 @@ type seenContainer struct {
 }
 
 type op struct {
-	kind string // create, label, delete
-	pod  int    // create: the pod's index
+	kind    string // create, label, resize, delete
+	pod     int    // create: the pod's index
+	podKind string // create: the pod's kind ("": drawn from the seed)
+	// running: delete only a pod of a kind that keeps its container
+	// running (so that the agent has a container to kill).
+	running bool
 }
 
 type run struct {
@@ -72,7 +91,20 @@ type run struct {
 	faults  []string
 	frozen  int // kube-apiserver's pid while stopped
 
+	// cgroupRoot is the agent's -cgroup-root.
+	cgroupRoot string
+	// The disk-full fault: the file filling the root's file system ("" when
+	// not full), until when, and where the agent's log stood at the fill.
+	fill      string
+	fullUntil time.Time
+	fullStart int64
+
 	leftovers, unexpectedRestarts int
+	hooked, hookMissed            int // hooked kills that struck at their point, and that did not
+	imagesRemoved, enospc         int
+	resizes, resizesChecked       int
+	podCgroupsSeen, stateFiles    int
+	corrupt, strayTemp            int
 }
 
 func (r *run) ctx() (context.Context, context.CancelFunc) {
@@ -115,6 +147,8 @@ func (r *run) pod(i int, kind string) *corev1.Pod {
 		}
 	case kindCrash:
 		c.Command = []string{"sh", "-c", "sleep 1; exit 1"}
+	case kindResize:
+		c.Resources = initialResources.requirements()
 	}
 	p.Spec.Containers = []corev1.Container{c}
 	return p
@@ -130,6 +164,9 @@ func (r *run) plan(pods int) []op {
 		if i > 0 && r.rng.Float64() < 0.4 {
 			ops = append(ops, op{kind: "label"})
 		}
+		if i > 0 && r.rng.Float64() < 0.3 {
+			ops = append(ops, op{kind: "resize"})
+		}
 		if i > 1 && deletes < pods/3 && r.rng.Float64() < 0.35 {
 			ops = append(ops, op{kind: "delete"})
 			deletes++
@@ -142,36 +179,34 @@ func (r *run) plan(pods int) []op {
 func (r *run) churn(pods, faults int) {
 	ops := r.plan(pods)
 	at := map[int][]string{}
-	for f := 0; f < faults; f++ {
+	hooked := map[int]string{} // at most one hooked fault per operation
+	for f, tries := 0, 0; f < faults && tries < 100*faults; tries++ {
 		i := r.rng.Intn(len(ops))
-		at[i] = append(at[i], r.faultFor(ops[i]))
+		k := r.faultFor(ops[i])
+		if k == "" || (hookStage[k] != "" && hooked[i] != "") {
+			continue
+		}
+		if hookStage[k] != "" {
+			hooked[i] = k
+		} else {
+			at[i] = append(at[i], k)
+		}
+		f++
 	}
 	for i, o := range ops {
+		armed := hooked[i] != "" && r.arm(hooked[i], &o)
 		r.do(o)
+		if armed {
+			r.awaitHook(hooked[i])
+		}
 		for _, f := range at[i] {
 			r.inject(f)
 		}
 		time.Sleep(time.Duration(r.rng.Intn(500)) * time.Millisecond) // pacing of the churn
+		r.freeRoot(false)
 		r.supervise()
 	}
-}
-
-func (r *run) faultFor(o op) string {
-	x := r.rng.Float64()
-	switch {
-	case x < 0.15:
-		return "containerd-restart"
-	case x < 0.3:
-		return "apiserver-stop"
-	case o.kind == "create" && x < 0.65:
-		return "agent-kill-after-create"
-	case o.kind == "create":
-		return "agent-kill-while-starting"
-	case o.kind == "delete":
-		return "agent-kill-during-delete"
-	default:
-		return "agent-kill"
-	}
+	r.freeRoot(true)
 }
 
 func (r *run) live() []*podInfo {
@@ -191,11 +226,14 @@ func (r *run) do(o op) {
 	switch o.kind {
 	case "create":
 		kind := kinds[r.rng.Intn(len(kinds))]
+		if o.podKind != "" {
+			kind = o.podKind
+		}
 		p, err := pods.Create(ctx, r.pod(o.pod, kind), metav1.CreateOptions{})
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		info := &podInfo{name: p.Name, kind: kind, uid: p.UID}
+		info := &podInfo{name: p.Name, kind: kind, uid: p.UID, res: initialResources}
 		r.order = append(r.order, info)
 		r.created[p.UID] = info
 	case "label":
@@ -205,120 +243,56 @@ func (r *run) do(o op) {
 		if _, err := pods.Patch(ctx, p.name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			r.t.Fatal(err)
 		}
+	case "resize":
+		var l []*podInfo
+		for _, p := range r.live() {
+			if p.kind == kindResize {
+				l = append(l, p)
+			}
+		}
+		if len(l) == 0 {
+			return
+		}
+		p := l[r.rng.Intn(len(l))]
+		want := resources{
+			cpuReq: []string{"50m", "100m"}[r.rng.Intn(2)],
+			cpuLim: []string{"100m", "150m", "200m", "250m"}[r.rng.Intn(4)],
+			memReq: "32Mi",
+			memLim: []string{"64Mi", "96Mi", "128Mi"}[r.rng.Intn(3)],
+		}
+		patch := fmt.Sprintf(`{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":%q,"memory":%q},"limits":{"cpu":%q,"memory":%q}}}]}}`,
+			want.cpuReq, want.memReq, want.cpuLim, want.memLim)
+		if _, err := pods.Patch(ctx, p.name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "resize"); err != nil {
+			r.t.Fatalf("resize %s to %+v: %v", p.name, want, err)
+		}
+		r.t.Logf("resized %s: %+v", p.name, want)
+		p.res = want
+		r.resizes++
 	case "delete":
 		l := r.live()
+		if o.running {
+			// A pod whose container runs now, per the API server: a pod
+			// with nothing to kill never reaches the kill point.
+			all, err := r.apiPods()
+			if err != nil {
+				r.t.Fatal(err)
+			}
+			var keep []*podInfo
+			for _, p := range l {
+				cur := all[p.uid]
+				if p.kind != kindCrash && cur != nil && len(cur.Status.ContainerStatuses) == 1 && cur.Status.ContainerStatuses[0].State.Running != nil {
+					keep = append(keep, p)
+				}
+			}
+			if len(keep) > 0 {
+				l = keep
+			}
+		}
 		p := l[r.rng.Intn(len(l))]
 		grace := int64(2)
 		if err := pods.Delete(ctx, p.name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
 			r.t.Fatal(err)
 		}
 		p.deleted = true
-	}
-}
-
-// inject records which containers run, then strikes.
-func (r *run) inject(f string) {
-	r.faults = append(r.faults, f)
-	r.t.Logf("fault %d: %s", len(r.faults), f)
-	switch f {
-	case "agent-kill-while-starting":
-		time.Sleep(time.Duration(200+r.rng.Intn(2800)) * time.Millisecond) // a random point while the new pod starts
-		fallthrough
-	case "agent-kill", "agent-kill-after-create", "agent-kill-during-delete":
-		r.recordRunning(f)
-		r.agent.kill(syscall.SIGKILL)
-		time.Sleep(time.Duration(r.rng.Intn(1000)) * time.Millisecond) // the agent's down time
-		r.agent.start()
-	case "containerd-restart":
-		// Another test process (go test runs packages in parallel) may be
-		// using this containerd: then the fault is not injected, rather
-		// than waiting for it, perhaps for minutes.
-		release, ok, err := e2elock.TryExclusive(r.env.dir)
-		if err != nil {
-			r.t.Fatal(err)
-		}
-		if !ok {
-			r.faults[len(r.faults)-1] += " (skipped: containerd in use by another test process)"
-			r.t.Logf("fault %d skipped: another test process uses containerd", len(r.faults))
-			return
-		}
-		defer release()
-		r.recordRunning(f)
-		if err := envSh(r.env.dir, "kill-containerd"); err != nil {
-			r.t.Fatal(err)
-		}
-		time.Sleep(time.Duration(r.rng.Intn(2000)) * time.Millisecond) // containerd's down time
-		if err := envSh(r.env.dir, "start-containerd"); err != nil {
-			r.t.Fatal(err)
-		}
-		// env.sh waits for containerd's API; its CRI plugin answers later.
-		eventually(r.t, 60*time.Second, "containerd's CRI answers after its restart", func() (bool, string) {
-			ctx, cancel := r.ctx()
-			defer cancel()
-			_, err := r.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{})
-			return err == nil, fmt.Sprint(err)
-		})
-	case "apiserver-stop":
-		r.recordRunning(f)
-		pid, ok := r.cluster.PIDs()["kube-apiserver"]
-		if !ok {
-			r.t.Fatal("kube-apiserver is not running")
-		}
-		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-			r.t.Fatal(err)
-		}
-		r.frozen = pid
-		time.Sleep(*freezeFlag)
-		r.thaw()
-	}
-}
-
-// supervise restarts the agent, as systemd restarts kubelet, when it ended
-// by itself because the runtime did not answer at its start (kubelet too
-// exits then: its runtime manager needs the runtime's version); any other
-// exit fails the test.
-func (r *run) supervise() {
-	if !r.agent.exited() {
-		return
-	}
-	last := r.agent.tail(1)
-	if !strings.Contains(last, "nodeagent: runtime version:") && !strings.Contains(last, "nodeagent: runtime status:") {
-		r.t.Fatalf("the agent exited by itself; its log:\n%s", r.agent.tail(40))
-	}
-	r.t.Logf("the agent exited at its start without the runtime (%s); restarted", last)
-	r.agent.kill(syscall.SIGKILL) // reaps it
-	r.agent.start()
-}
-
-// thaw continues a stopped kube-apiserver.
-func (r *run) thaw() {
-	if r.frozen != 0 {
-		syscall.Kill(r.frozen, syscall.SIGCONT)
-		r.frozen = 0
-	}
-}
-
-// recordRunning remembers, for pods that should never restart, every
-// container the runtime runs now, with its restart count: none of them
-// may be replaced later.
-func (r *run) recordRunning(fault string) {
-	ctx, cancel := r.ctx()
-	defer cancel()
-	cs, err := r.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}})
-	if err != nil {
-		r.t.Fatalf("list containers before %s: %v", fault, err)
-	}
-	for _, c := range cs {
-		uid := types.UID(c.Labels["io.kubernetes.pod.uid"])
-		p := r.created[uid]
-		if p == nil || p.kind == kindCrash {
-			continue
-		}
-		key := containerKey{uid, c.Labels["io.kubernetes.container.name"]}
-		if _, ok := r.seen[key]; ok {
-			continue
-		}
-		n, _ := strconv.Atoi(c.Annotations["io.kubernetes.container.restartCount"])
-		r.seen[key] = seenContainer{id: c.Id, restartCount: n, fault: fmt.Sprintf("fault %d (%s)", len(r.faults), fault)}
 	}
 }

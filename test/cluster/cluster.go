@@ -65,7 +65,11 @@ type Cluster struct {
 	// /readyz answering ok.
 	StartupTime time.Duration
 
-	ca    *authority
+	ca *authority
+	// kube-apiserver's binary and flags, for StartAPIServer.
+	apiserverBin  string
+	apiserverArgs []string
+
 	mu    sync.Mutex
 	procs []*process // in start order; Stop stops them in reverse
 }
@@ -234,7 +238,8 @@ func Start(ctx context.Context, dir string, opts Options) (c *Cluster, err error
 		"--profiling=false",
 		"--v=" + strconv.Itoa(opts.Verbosity),
 	}
-	if err := c.run(apiserverBin, "kube-apiserver", append(args, opts.ExtraAPIServerArgs...)...); err != nil {
+	c.apiserverBin, c.apiserverArgs = apiserverBin, append(args, opts.ExtraAPIServerArgs...)
+	if err := c.run(apiserverBin, "kube-apiserver", c.apiserverArgs...); err != nil {
 		return c, err
 	}
 	admin, err := c.AdminClient()
@@ -389,6 +394,52 @@ func (c *Cluster) Stop() error {
 		signalGroup(p.cmd.Process, true)
 	}
 	return errors.Join(errs...)
+}
+
+// StopAPIServer stops kube-apiserver alone (SIGTERM to its process group,
+// SIGKILL after 10 seconds) and waits until it has exited; etcd and the
+// controllers keep running. Clients get "connection refused" until
+// StartAPIServer.
+func (c *Cluster) StopAPIServer() error {
+	c.mu.Lock()
+	var p *process
+	for i, q := range c.procs {
+		if q.name == "kube-apiserver" {
+			p = q
+			c.procs = append(c.procs[:i:i], c.procs[i+1:]...)
+			break
+		}
+	}
+	c.mu.Unlock()
+	if p == nil {
+		return errors.New("kube-apiserver is not running")
+	}
+	signalGroup(p.cmd.Process, false)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		signalGroup(p.cmd.Process, true)
+		<-p.done
+	}
+	signalGroup(p.cmd.Process, true)
+	return nil
+}
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, with the
+// same flags (the same port, certificates and etcd), and waits until its
+// /readyz answers ok or ctx ends.
+func (c *Cluster) StartAPIServer(ctx context.Context) error {
+	if c.process("kube-apiserver") != nil {
+		return errors.New("kube-apiserver is running")
+	}
+	if err := c.run(c.apiserverBin, "kube-apiserver", c.apiserverArgs...); err != nil {
+		return err
+	}
+	admin, err := c.AdminClient()
+	if err != nil {
+		return err
+	}
+	return c.waitHTTP(ctx, "kube-apiserver", admin, c.Server+"/readyz")
 }
 
 // AdminClient is an HTTP client that trusts the cluster's CA and presents

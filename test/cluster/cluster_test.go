@@ -178,3 +178,46 @@ func TestStartFailsWhenAPIServerExits(t *testing.T) {
 		t.Errorf("processes left after a failed Start: %v", left)
 	}
 }
+
+// TestStopStartAPIServer: kube-apiserver alone stops (refusing
+// connections, etcd untouched) and starts again on the same address, with
+// the objects made before.
+func TestStopStartAPIServer(t *testing.T) {
+	c := StartT(t, Options{})
+	admin, err := c.AdminClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "survives"}}
+	if code, body := call(t, admin, http.MethodPost, c.Server+"/api/v1/namespaces", ns); code != http.StatusCreated {
+		t.Fatalf("create namespace: %d %s", code, body)
+	}
+	etcd := c.PIDs()["etcd"]
+	if err := c.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.PIDs()["kube-apiserver"]; ok {
+		t.Fatal("kube-apiserver still listed after StopAPIServer")
+	}
+	if resp, err := admin.Get(c.Server + "/readyz"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("GET /readyz answered %s while kube-apiserver is stopped", resp.Status)
+	}
+	if err := c.StopAPIServer(); err == nil {
+		t.Error("a second StopAPIServer did not fail")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartAPIServer(ctx); err == nil {
+		t.Error("StartAPIServer of a running kube-apiserver did not fail")
+	}
+	if got := c.PIDs()["etcd"]; got != etcd {
+		t.Errorf("etcd's pid %d, was %d", got, etcd)
+	}
+	if code, body := call(t, admin, http.MethodGet, c.Server+"/api/v1/namespaces/survives", nil); code != http.StatusOK {
+		t.Fatalf("get namespace after the restart: %d %s", code, body)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"slices"
@@ -68,6 +69,9 @@ type Proxy struct {
 	guard   bool
 	done    chan struct{}
 
+	countOnly bool
+	counts    map[string]int // by full method name
+
 	mu    sync.Mutex
 	calls []*Call
 	owned map[string]bool // sandbox and container IDs created through the proxy
@@ -80,6 +84,11 @@ type Option func(*Proxy)
 // containers not created through this proxy, UpdateContainerResources of
 // such containers, and every RemoveImage.
 func Guard() Option { return func(p *Proxy) { p.guard = true } }
+
+// CountOnly keeps, instead of every call, only how many calls of each
+// method were made (Counts): for a long run, whose calls would not fit in
+// memory. Calls then returns none.
+func CountOnly() Option { return func(p *Proxy) { p.countOnly = true } }
 
 // Start listens on socket (a path; an old socket file there is removed) and
 // forwards to backend ("unix:///path" or a path).
@@ -102,7 +111,7 @@ func Start(socket, backend string, opts ...Option) (*Proxy, error) {
 		conn.Close()
 		return nil, err
 	}
-	p := &Proxy{socket: socket, backend: conn, owned: map[string]bool{}, done: make(chan struct{})}
+	p := &Proxy{socket: socket, backend: conn, owned: map[string]bool{}, counts: map[string]int{}, done: make(chan struct{})}
 	for _, o := range opts {
 		o(p)
 	}
@@ -139,6 +148,14 @@ func (p *Proxy) Calls() []Call {
 		out[i].Responses = slices.Clone(c.Responses)
 	}
 	return out
+}
+
+// Counts returns how many calls of each method (full method name) were
+// made so far.
+func (p *Proxy) Counts() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.counts)
 }
 
 // Owned reports whether the sandbox or container ID was created through
@@ -261,7 +278,10 @@ func (p *Proxy) handle(_ any, ss grpc.ServerStream) error {
 	inType, outType := messageTypes(method)
 	call := &Call{Method: method, Start: time.Now()}
 	p.mu.Lock()
-	p.calls = append(p.calls, call)
+	p.counts[method]++
+	if !p.countOnly {
+		p.calls = append(p.calls, call)
+	}
 	p.mu.Unlock()
 	err := p.forward(ss, method, call, inType, outType)
 	p.mu.Lock()

@@ -117,3 +117,43 @@ func TestProxyForwardsAndRecords(t *testing.T) {
 		t.Errorf("RunPodSandbox response %v", calls[1].Response())
 	}
 }
+
+// TestCountOnly: with CountOnly the proxy forwards as before and counts
+// calls by method, keeping none of them.
+func TestCountOnly(t *testing.T) {
+	dir := t.TempDir()
+	l, err := net.Listen("unix", filepath.Join(dir, "backend.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	runtimeapi.RegisterRuntimeServiceServer(srv, &backend{})
+	go srv.Serve(l)
+	defer srv.Stop()
+	p, err := Start(filepath.Join(dir, "proxy.sock"), filepath.Join(dir, "backend.sock"), CountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	conn, err := grpc.NewClient(p.Endpoint(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	rs := runtimeapi.NewRuntimeServiceClient(conn)
+	for i := 0; i < 3; i++ {
+		if _, err := rs.Version(context.Background(), &runtimeapi.VersionRequest{Version: "v1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := rs.StopPodSandbox(context.Background(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"/runtime.v1.RuntimeService/Version": 3, "/runtime.v1.RuntimeService/StopPodSandbox": 1}
+	if got := p.Counts(); len(got) != len(want) || got["/runtime.v1.RuntimeService/Version"] != 3 || got["/runtime.v1.RuntimeService/StopPodSandbox"] != 1 {
+		t.Errorf("Counts() = %v, want %v", got, want)
+	}
+	if c := p.Calls(); len(c) != 0 {
+		t.Errorf("Calls() kept %d calls, want none", len(c))
+	}
+}
