@@ -125,14 +125,6 @@ func nonnegative(value int64, fld *field.Path) field.ErrorList {
 	return nil
 }
 
-// positive is ValidatePositiveField.
-func positive(value int64, fld *field.Path) field.ErrorList {
-	if value <= 0 {
-		return field.ErrorList{field.Invalid(fld, value, isNotPositiveErrorMsg)}
-	}
-	return nil
-}
-
 // nonnegativeQuantity is ValidateNonnegativeQuantity.
 func nonnegativeQuantity(value resource.Quantity, fld *field.Path) field.ErrorList {
 	if value.Sign() < 0 {

@@ -176,10 +176,9 @@ func (s *staticAgent) run(ctx context.Context, cfg *StaticPods, nodeName string,
 	defer wg.Wait()
 	updates := make(chan staticpods.Update)
 	refused := staticpods.WithOnRefused(func(r staticpods.Refusal) { log.Printf("static pods: %v", r) })
-	period := staticpods.WithPeriod(0)
 	sources := 0
 	if cfg != nil {
-		period = staticpods.WithPeriod(cfg.CheckFrequency)
+		period := staticpods.WithPeriod(cfg.CheckFrequency)
 		if cfg.ManifestPath != "" {
 			if src, err := staticpods.NewFileSource(cfg.ManifestPath, nodeName, refused, period); err != nil {
 				log.Printf("static pods: %v", err)
