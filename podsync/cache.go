@@ -109,13 +109,59 @@ func (c *StatusCache) PodStatus(ctx context.Context, pod *corev1.Pod) (*PodStatu
 	}
 	st := statuses[pod.UID]
 	if st == nil {
-		st = &PodStatus{UID: pod.UID}
-		if c.actuated != nil {
-			st.ActuatedResources = c.actuated.get(pod.UID)
-		}
+		return c.NoInstances(pod), nil
 	}
 	st.Name, st.Namespace = pod.Name, pod.Namespace
 	return st, nil
+}
+
+// NoInstances is the status PodStatus returns for a pod of which the
+// runtime has no sandbox and no container, for a caller that knows so from
+// a relist (Relist leaves such pods out).
+func (c *StatusCache) NoInstances(pod *corev1.Pod) *PodStatus {
+	st := &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+	if c.actuated != nil {
+		st.ActuatedResources = c.actuated.get(pod.UID)
+	}
+	return st
+}
+
+// Reflects reports whether the cache already holds what a runtime's
+// container event says: the instance it names, in the state the event
+// gives it or a later one (a container's states only move forward:
+// created, running, exited), or no longer the instance it says was
+// deleted. Such an event brings nothing a relist would find new; an event
+// about an instance the cache does not know, or a sandbox that stopped,
+// is never reflected.
+func (c *StatusCache) Reflects(ev *runtimeapi.ContainerEventResponse) bool {
+	id := ev.GetContainerId()
+	if id == "" {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if sb, ok := c.sandboxes[id]; ok {
+		switch ev.GetContainerEventType() {
+		case runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT:
+			return true
+		case runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT:
+			// NOTREADY is both before the start and after a stop.
+			return sb.state == runtimeapi.PodSandboxState_SANDBOX_READY
+		}
+		return false
+	}
+	ct, ok := c.containers[id]
+	switch ev.GetContainerEventType() {
+	case runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT:
+		return ok
+	case runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT:
+		return ok && (ct.state == runtimeapi.ContainerState_CONTAINER_RUNNING || ct.state == runtimeapi.ContainerState_CONTAINER_EXITED)
+	case runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT:
+		return ok && ct.state == runtimeapi.ContainerState_CONTAINER_EXITED
+	case runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT:
+		return !ok
+	}
+	return false
 }
 
 // Relist is one generic PLEG relist for the whole node: one

@@ -12,9 +12,17 @@
 // A pod is synced again exactly when something may have changed:
 //
 //   - its spec was upserted;
-//   - its own sync did work: it re-reads its status at once (podsync's
-//     Status, which asks only about changed instances) and goes on until a
-//     sync has nothing left to do;
+//   - its own sync did work: it goes on, with the status of a relist
+//     asked for at once and begun after that sync ended, until a sync has
+//     nothing left to do. Kubelet's pod worker likewise waits until its
+//     PLEG cache is newer than its last sync; here the relist is asked for
+//     rather than waited for (up to a second), and one relist (two list
+//     calls) serves every pod that synced meanwhile, where each pod
+//     reading its own status (podsync's Status) cost two list calls. A
+//     new pod the last relist did not see starts from that (nothing), as
+//     kubelet's first sync starts from its cache. A runtime's event about
+//     a pod that is syncing, or about a change a relist has already seen
+//     (podsync.StatusCache.Reflects), asks for no relist of its own;
 //   - a back-off ends: a result's earliest back-off expiry
 //     (podsync.Result.NextSync) arms a timer, so a crash-looping container
 //     or an image in back-off is retried without polling, on kubelet

@@ -133,6 +133,13 @@ func (w *Workers) loop(p *worker) {
 		}
 		setResync(w.o.resync > 0 && !w.steady(p))
 		w.mu.Lock()
+		if p.eventSeen {
+			p.eventSeen = false
+			if !p.awaiting {
+				w.relistQueued = true
+				signal(w.relistNow)
+			}
+		}
 		w.setBusyLocked(p, p.woken, false)
 		if !p.woken && timer == nil && resync == nil {
 			// Idle with nothing armed: the loop ends (a goroutine's stack
@@ -179,15 +186,20 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 	for i := 0; w.ctx.Err() == nil; i++ {
 		w.mu.Lock()
 		pod, terminating, grace := p.pod, p.terminating, p.grace
+		p.awaiting = false // woken otherwise, it syncs now
 		var status *podsync.PodStatus
-		if !fresh && p.relisted != nil && p.relistedGen > p.syncedGen {
-			status = p.relisted // listed after our last sync ended
+		relisted := !fresh && p.relistedGen > p.syncedGen // listed after our last sync ended
+		if relisted {
+			status = p.relisted
 		}
 		w.mu.Unlock()
 
 		ctx, cancel := w.syncContext()
 		var err error
-		if status == nil {
+		switch {
+		case relisted && status == nil:
+			status = w.syncer.StatusCache().NoInstances(pod)
+		case !relisted:
 			status, err = w.syncer.Status(ctx, pod)
 		}
 		if err != nil {
@@ -307,12 +319,44 @@ func (w *Workers) syncUntilQuiet(p *worker) (next time.Time, done bool) {
 			return w.activeDeadline(p, pod, &st.APIStatus, st.NextSync), false
 		}
 		if len(r.Results) == 0 || i >= 20 {
+			w.mu.Lock()
+			p.chained = 0
+			w.mu.Unlock()
 			w.setRefresh(p, r) // refresh.go
 			return w.activeDeadline(p, pod, &st.APIStatus, time.Time{}), false
+		}
+		if w.awaitRelist(p) {
+			return time.Time{}, false
 		}
 		fresh = true
 	}
 	return time.Time{}, false
+}
+
+// awaitRelist makes p's next sync wait for a relist that starts after its
+// last sync ended, and asks for one now, instead of reading the pod's
+// status at once: kubelet's pod worker likewise waits until its PLEG cache
+// is newer than the sync. One node-wide relist (two list calls) then
+// serves every pod that synced meanwhile, where each pod's own read costs
+// two. It reports false, and the loop reads the status itself, after 20
+// chained waits without a quiet sync (a pod whose every sync does
+// something goes on at the pace of its own reads, as before).
+func (w *Workers) awaitRelist(p *worker) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if p.chained >= 20 {
+		p.chained = 0
+		return false
+	}
+	p.chained++
+	if p.relistedGen > p.syncedGen {
+		w.wakeLocked(p) // a relist began after the sync ended
+		return true
+	}
+	p.awaiting = true
+	w.relistQueued = true
+	signal(w.relistNow)
+	return true
 }
 
 // retryAt is when a failed sync is retried, as kubelet's pod workers

@@ -46,6 +46,16 @@ func (w *Workers) Relist(ctx context.Context) error {
 		}
 	}
 	if err != nil {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.lastRelist = nil
+		for _, p := range w.pods {
+			if p.awaiting {
+				// No newer view: the loop reads the pod's status itself.
+				p.awaiting = false
+				w.wakeLocked(p)
+			}
+		}
 		return err
 	}
 	w.mu.Lock()
@@ -53,9 +63,16 @@ func (w *Workers) Relist(ctx context.Context) error {
 	if len(changed) > 0 {
 		w.changed = w.o.clock.Now()
 	}
+	if gen > w.lastRelistGen {
+		w.lastRelist, w.lastRelistGen = statuses, gen
+	}
 	for uid, p := range w.pods {
 		if gen > p.relistedGen {
 			p.relisted, p.relistedGen = statuses[uid], gen
+		}
+		if p.awaiting && p.relistedGen > p.syncedGen {
+			p.awaiting = false
+			w.wakeLocked(p)
 		}
 	}
 	for _, uid := range changed {
@@ -151,11 +168,22 @@ func (w *Workers) eventLoop(es runtime.ContainerEventStreamer) {
 	defer w.wg.Done()
 	for w.ctx.Err() == nil {
 		w.streamState(true)
-		err := es.StreamContainerEvents(w.ctx, func(*runtimeapi.ContainerEventResponse) {
+		err := es.StreamContainerEvents(w.ctx, func(ev *runtimeapi.ContainerEventResponse) {
+			if w.syncer.StatusCache().Reflects(ev) {
+				return // a relist since the change has seen it
+			}
 			w.mu.Lock()
-			w.relistQueued = true
 			w.changed = w.o.clock.Now()
-			signal(w.relistNow)
+			if p := w.pods[types.UID(ev.GetPodSandboxStatus().GetMetadata().GetUid())]; p != nil && p.syncing {
+				// Most often the pod's own sync made the change; when the
+				// sync ends, its loop waits for a relist or asks for one
+				// (loop), which sees it: a sandbox and a container started
+				// cost one relist, not one per event.
+				p.eventSeen = true
+			} else {
+				w.relistQueued = true
+				signal(w.relistNow)
+			}
 			w.mu.Unlock()
 		})
 		w.streamState(false)

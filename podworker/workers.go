@@ -83,8 +83,12 @@ type Workers struct {
 	sourcesReady bool
 	relistNow    chan struct{}
 	gen          uint64 // orders relist starts and sync ends
-	reasons      *apistatus.Reasons
-	started      time.Time // kubelet's prober manager start: containers older keep their readiness
+	// lastRelist is the latest successful relist's pods and lastRelistGen
+	// its start: a new pod the relist did not see starts from it.
+	lastRelist    map[types.UID]*podsync.PodStatus
+	lastRelistGen uint64
+	reasons       *apistatus.Reasons
+	started       time.Time // kubelet's prober manager start: containers older keep their readiness
 
 	// Idleness (WaitIdle), guarded by mu: idle is broadcast whenever
 	// work ends; relistAt and gcAt are when the loops' timers are due
@@ -125,10 +129,17 @@ type worker struct {
 	pod         *corev1.Pod
 	terminating bool
 	grace       *int64
-	relisted    *podsync.PodStatus // the latest relist's view
-	relistedGen uint64             // when that relist started
+	relisted    *podsync.PodStatus // the latest relist's view (nil: no instances)
+	relistedGen uint64             // when that relist started (0: none yet)
 	syncedGen   uint64             // when the last sync ended
-	state       PodState
+	// awaiting: the loop waits for a relist newer than its last sync
+	// (loop.go); chained counts such waits since the pod was last quiet.
+	awaiting bool
+	chained  int
+	// eventSeen: a runtime event about the pod came while it synced
+	// (relist.go's eventLoop); the loop relists once the sync ends.
+	eventSeen bool
+	state     PodState
 	// evicted writes an eviction's status into the final one (Evict).
 	evicted func(*corev1.PodStatus)
 	// woken: a wake-up waits in wake; syncing: the loop is handling one;
@@ -316,6 +327,13 @@ func (w *Workers) Upsert(pod *corev1.Pod) error {
 	}
 	if p == nil {
 		p = &worker{uid: pod.UID, wake: make(chan struct{}, 1)}
+		if w.lastRelist != nil && w.lastRelist[pod.UID] == nil {
+			// The runtime had nothing of the pod at the last relist, and
+			// only its own loop creates instances of it: its first sync
+			// starts from that (kubelet's first sync reads its PLEG
+			// cache, not the runtime), saving two list calls per pod.
+			p.relistedGen = w.lastRelistGen
+		}
 		w.pods[pod.UID] = p
 	}
 	if !p.terminating {

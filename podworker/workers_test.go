@@ -249,6 +249,11 @@ func TestRelistCostsTwoCalls(t *testing.T) {
 	if err := e.workers.Relist(ctx); err != nil { // learns every instance once
 		t.Fatal(err)
 	}
+	// The pods it woke sync (reading their status when the relist began
+	// before their last sync ended): steady is when they are done.
+	if err := e.workers.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
 	e.fake.ResetCalls()
 	for i := 0; i < 3; i++ {
 		if err := e.workers.Relist(ctx); err != nil {
