@@ -168,24 +168,7 @@ func (w *Workers) eventLoop(es runtime.ContainerEventStreamer) {
 	defer w.wg.Done()
 	for w.ctx.Err() == nil {
 		w.streamState(true)
-		err := es.StreamContainerEvents(w.ctx, func(ev *runtimeapi.ContainerEventResponse) {
-			if w.syncer.StatusCache().Reflects(ev) {
-				return // a relist since the change has seen it
-			}
-			w.mu.Lock()
-			w.changed = w.o.clock.Now()
-			if p := w.pods[types.UID(ev.GetPodSandboxStatus().GetMetadata().GetUid())]; p != nil && p.syncing {
-				// Most often the pod's own sync made the change; when the
-				// sync ends, its loop waits for a relist or asks for one
-				// (loop), which sees it: a sandbox and a container started
-				// cost one relist, not one per event.
-				p.eventSeen = true
-			} else {
-				w.relistQueued = true
-				signal(w.relistNow)
-			}
-			w.mu.Unlock()
-		})
+		err := es.StreamContainerEvents(w.ctx, w.onEvent)
 		w.streamState(false)
 		if w.ctx.Err() != nil {
 			return
@@ -203,4 +186,33 @@ func (w *Workers) eventLoop(es runtime.ContainerEventStreamer) {
 		case <-t.C():
 		}
 	}
+}
+
+// onEvent handles one of the runtime's container events: a relist at
+// once, unless the event brings nothing new or concerns no pod to wake.
+func (w *Workers) onEvent(ev *runtimeapi.ContainerEventResponse) {
+	if w.syncer.StatusCache().Reflects(ev) {
+		return // a relist since the change has seen it
+	}
+	uid := types.UID(ev.GetPodSandboxStatus().GetMetadata().GetUid())
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.pods[uid]
+	switch {
+	case uid != "" && p == nil:
+		// Not a pod of ours (another client's, or one removed): there is
+		// no pod to wake; the periodic relist sees it, for the orphan
+		// collection (gc.go).
+		return
+	case p != nil && p.syncing:
+		// Most often the pod's own sync made the change; when the sync
+		// ends, its loop waits for a relist or asks for one (loop), which
+		// sees it: a sandbox and a container started cost one relist, not
+		// one per event.
+		p.eventSeen = true
+	default:
+		w.relistQueued = true
+		signal(w.relistNow)
+	}
+	w.changed = w.o.clock.Now()
 }

@@ -87,3 +87,4 @@ func TestPodStartReadsNoStatusOfItsOwn(t *testing.T) {
 		}
 	}
 }
+
