@@ -32,6 +32,7 @@ import (
 	"github.com/podstart/podstart/eviction"
 	"github.com/podstart/podstart/imagegc"
 	"github.com/podstart/podstart/images"
+	"github.com/podstart/podstart/images/pullrecords"
 	"github.com/podstart/podstart/mounts"
 	"github.com/podstart/podstart/nodemetrics"
 	"github.com/podstart/podstart/nodestatus"
@@ -242,7 +243,16 @@ func Run(ctx context.Context, cfg Config) error {
 
 	hostIPs := nodeIPs(node)
 	a.host.HostIPs, a.host.Allocatable = hostIPs, node.Status.Allocatable
-	ims := images.NewManager(cfg.Runtime, images.WithRecorder(a.metrics.Recorder(recorder)))
+	// Kubelet's image pull records (KubeletEnsureSecretPulledImages, on by
+	// default in v1.37): an image a pod pulled with credentials is not
+	// used by a pod that could not pull it itself, without a pull with
+	// that pod's credentials. Kept in <root-dir>/image_manager, as
+	// kubelet's; pruned by image GC.
+	records, err := pullrecords.New(logr.NewContext(ctx, logger), pullrecords.Config{Dir: filepath.Join(cfg.RootDir, "image_manager")}, cfg.Runtime)
+	if err != nil {
+		return fmt.Errorf("image pull records: %w", err)
+	}
+	ims := images.NewManager(cfg.Runtime, images.WithRecorder(a.metrics.Recorder(recorder)), images.WithPullRecords(records))
 	defer ims.Close()
 	prober := probes.New(cfg.Runtime, probes.WithRecorder(recorder), probes.WithOnProbe(a.probeMetrics.OnProbe))
 	defer prober.Close()
@@ -324,7 +334,8 @@ func Run(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("image GC: the runtime does not report its image filesystem (CRI ImageFsInfo)")
 		}
 		gc, err := imagegc.New(rt, imagegc.WithPolicy(*cfg.ImageGC), imagegc.WithClock(cfg.Clock),
-			imagegc.WithRecorder(recorder, imagegc.NodeRef(cfg.NodeName)), imagegc.WithOnPass(a.metrics.OnImageGC))
+			imagegc.WithRecorder(recorder, imagegc.NodeRef(cfg.NodeName)), imagegc.WithOnPass(a.metrics.OnImageGC),
+			imagegc.WithPullRecords(records))
 		if err != nil {
 			return err
 		}

@@ -3,7 +3,9 @@
 // plane cannot tell it from a kubelet for those pods. It registers the Node
 // and renews its Lease and status (nodestatus), watches the pods bound to it,
 // runs them through podworker, patches their status (statusmanager), fetches
-// their pull secrets, writes their Secret, ConfigMap, downward API and
+// their pull secrets (with kubelet's image pull records in
+// <root-dir>/image_manager: a private image is not handed to a pod that
+// could not pull it), writes their Secret, ConfigMap, downward API and
 // projected volumes (service account tokens included), mounts their
 // persistent, generic ephemeral and CSI inline volumes through the CSI
 // drivers that register in <root-dir>/plugins_registry (pluginmanager, csi,
