@@ -22,6 +22,14 @@
 // path on the target), GET_VOLUME_STATS, and ephemeral inline volumes
 // (volume_context csi.storage.k8s.io/ephemeral=true: a directory of their
 // own, published without staging, removed at unpublish).
+//
+// Block volumes (block access type): CreateVolume makes the volume's
+// directory with a sparse file disk.img of the requested size;
+// NodeStageVolume attaches a loop device to it (losetup, reusing one
+// already backed by it) and bind-mounts the device node on the file
+// <staging>/dev; NodePublishVolume bind-mounts that on the target file;
+// NodeUnpublishVolume unmounts and removes the target; NodeUnstageVolume
+// unmounts <staging>/dev, removes it and detaches the loop device.
 package main
 
 import (
@@ -33,6 +41,7 @@ import (
 	"log"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -53,6 +62,10 @@ const (
 	driverName    = "bind.csi.podstart.test"
 	driverVersion = "0.1.0"
 	ephemeralKey  = "csi.storage.k8s.io/ephemeral"
+	diskImage     = "disk.img"
+	// defaultBlockSize is a block volume's size when none is asked.
+	defaultBlockSize = 16 << 20
+	maxBlockSize     = 1 << 30
 )
 
 func main() {
@@ -240,6 +253,28 @@ func (d *driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 	if err := os.MkdirAll(d.volumeDir(id), 0o777); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
+	if isBlock(req.GetVolumeCapabilities()) {
+		size := req.GetCapacityRange().GetRequiredBytes()
+		if size <= 0 {
+			size = defaultBlockSize
+		}
+		if size > maxBlockSize {
+			return nil, status.Errorf(codes.OutOfRange, "block volume of %d bytes: at most %d", size, maxBlockSize)
+		}
+		img := filepath.Join(d.volumeDir(id), diskImage)
+		if _, err := os.Stat(img); errors.Is(err, os.ErrNotExist) {
+			f, err := os.OpenFile(img, os.O_CREATE|os.O_WRONLY, 0o600)
+			if err != nil {
+				return nil, status.Error(codes.Internal, err.Error())
+			}
+			err = f.Truncate(size)
+			f.Close()
+			if err != nil {
+				return nil, status.Error(codes.Internal, err.Error())
+			}
+		}
+		return &csi.CreateVolumeResponse{Volume: &csi.Volume{VolumeId: id, CapacityBytes: size}}, nil
+	}
 	// World-writable, as a fresh filesystem of a real driver would be
 	// made writable by the pod's fsGroup; the tier's pods run as root.
 	os.Chmod(d.volumeDir(id), 0o777)
@@ -303,18 +338,27 @@ func (d *driver) ControllerGetCapabilities(context.Context, *csi.ControllerGetCa
 	return &csi.ControllerGetCapabilitiesResponse{Capabilities: caps}, nil
 }
 
-// checkCaps accepts filesystem volumes only: a directory cannot be a
-// block device.
+// checkCaps accepts filesystem or block volumes, not both at once.
 func checkCaps(caps []*csi.VolumeCapability) error {
 	if len(caps) == 0 {
 		return status.Error(codes.InvalidArgument, "no volume capabilities")
 	}
+	block := 0
 	for _, c := range caps {
 		if c.GetBlock() != nil {
-			return status.Error(codes.InvalidArgument, "block volumes are not supported by this driver")
+			block++
+		} else if c.GetMount() == nil {
+			return status.Error(codes.InvalidArgument, "a capability with neither mount nor block access")
 		}
 	}
+	if block != 0 && block != len(caps) {
+		return status.Error(codes.InvalidArgument, "block and filesystem access at once")
+	}
 	return nil
+}
+
+func isBlock(caps []*csi.VolumeCapability) bool {
+	return len(caps) > 0 && caps[0].GetBlock() != nil
 }
 
 // --- node
@@ -349,15 +393,90 @@ func (d *driver) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequ
 	if _, err := os.Stat(d.volumeDir(id)); err != nil {
 		return nil, status.Errorf(codes.NotFound, "volume %s: %v", id, err)
 	}
+	if req.GetVolumeCapability().GetBlock() != nil {
+		return &csi.NodeStageVolumeResponse{}, d.stageBlock(id, target)
+	}
 	if err := bindMount(d.volumeDir(id), target, false); err != nil {
 		return nil, err
 	}
 	return &csi.NodeStageVolumeResponse{}, nil
 }
 
+// stageBlock attaches a loop device to the volume's image and bind-mounts
+// it on <staging>/dev.
+func (d *driver) stageBlock(id, staging string) error {
+	img := filepath.Join(d.volumeDir(id), diskImage)
+	if _, err := os.Stat(img); err != nil {
+		return status.Errorf(codes.NotFound, "volume %s is not a block volume: %v", id, err)
+	}
+	if err := os.MkdirAll(staging, 0o750); err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	dev := filepath.Join(staging, "dev")
+	if ok, _ := isMountPoint(dev); ok {
+		return nil
+	}
+	loop, err := loopOf(img)
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	if loop == "" {
+		out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
+		if err != nil {
+			return status.Errorf(codes.Internal, "losetup -f --show %s: %v: %s", img, err, strings.TrimSpace(string(out)))
+		}
+		loop = strings.TrimSpace(string(out))
+	}
+	return bindMountFile(loop, dev, false)
+}
+
+// unstageBlock undoes stageBlock.
+func (d *driver) unstageBlock(id, staging string) error {
+	dev := filepath.Join(staging, "dev")
+	if err := unmount(dev, true); err != nil {
+		return err
+	}
+	img := filepath.Join(d.volumeDir(id), diskImage)
+	loop, err := loopOf(img)
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	if loop != "" {
+		if out, err := exec.Command("losetup", "-d", loop).CombinedOutput(); err != nil {
+			return status.Errorf(codes.Internal, "losetup -d %s: %v: %s", loop, err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
+}
+
+// loopOf is the loop device backed by img ("" when none).
+func loopOf(img string) (string, error) {
+	devs, err := filepath.Glob("/sys/block/loop*")
+	if err != nil {
+		return "", err
+	}
+	for _, dev := range devs {
+		b, err := os.ReadFile(filepath.Join(dev, "loop", "backing_file"))
+		if err != nil {
+			continue
+		}
+		if strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(string(b)), "(deleted)")) == img {
+			return "/dev/" + filepath.Base(dev), nil
+		}
+	}
+	return "", nil
+}
+
 func (d *driver) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
-	if _, err := volumeID(req.GetVolumeId()); err != nil {
+	id, err := volumeID(req.GetVolumeId())
+	if err != nil {
 		return nil, err
+	}
+	if !filepath.IsAbs(req.GetStagingTargetPath()) {
+		return nil, status.Errorf(codes.InvalidArgument, "staging target path %q is not absolute", req.GetStagingTargetPath())
+	}
+	if _, err := os.Lstat(filepath.Join(req.GetStagingTargetPath(), "dev")); err == nil {
+		return &csi.NodeUnstageVolumeResponse{}, d.unstageBlock(id, req.GetStagingTargetPath())
 	}
 	if err := unmount(req.GetStagingTargetPath(), false); err != nil {
 		return nil, err
@@ -376,6 +495,16 @@ func (d *driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 	}
 	if err := checkCaps([]*csi.VolumeCapability{req.GetVolumeCapability()}); err != nil {
 		return nil, err
+	}
+	if req.GetVolumeCapability().GetBlock() != nil {
+		dev := filepath.Join(req.GetStagingTargetPath(), "dev")
+		if ok, err := isMountPoint(dev); err != nil || !ok {
+			return nil, status.Errorf(codes.FailedPrecondition, "block volume %s is not staged at %s (%v)", id, dev, err)
+		}
+		if err := bindMountFile(dev, target, req.GetReadonly()); err != nil {
+			return nil, err
+		}
+		return &csi.NodePublishVolumeResponse{}, nil
 	}
 	var source string
 	if req.GetVolumeContext()[ephemeralKey] == "true" {
@@ -438,6 +567,30 @@ func bindMount(source, target string, readonly bool) error {
 	} else if ok {
 		return nil
 	}
+	if err := unix.Mount(source, target, "", unix.MS_BIND, ""); err != nil {
+		return status.Errorf(codes.Internal, "bind mount %s on %s: %v", source, target, err)
+	}
+	if readonly {
+		if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+			unix.Unmount(target, 0)
+			return status.Errorf(codes.Internal, "remount %s read-only: %v", target, err)
+		}
+	}
+	return nil
+}
+
+// bindMountFile bind-mounts the device node source on the file target
+// (made if missing), read-only if asked; a target already mounted is left
+// as it is.
+func bindMountFile(source, target string, readonly bool) error {
+	if ok, err := isMountPoint(target); err == nil && ok {
+		return nil
+	}
+	f, err := os.OpenFile(target, os.O_CREATE|os.O_RDWR, 0o640)
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	f.Close()
 	if err := unix.Mount(source, target, "", unix.MS_BIND, ""); err != nil {
 		return status.Errorf(codes.Internal, "bind mount %s on %s: %v", source, target, err)
 	}
