@@ -87,7 +87,7 @@ down() {
 	stop_pid "$DIR/controlplane.pid"
 	local cri=
 	[ -f "$E2E_DIR/env" ] && cri=$(. "$E2E_DIR/env" && echo "$PODSTART_CRI_ENDPOINT")
-	[ ! -x "$BIN/csinode" ] || "$BIN/csinode" cleanup -cri "$cri" -root "$ROOT" -cgroup-root "$CGROUP_ROOT" || true
+	[ ! -x "$BIN/csinode" ] || "$BIN/csinode" cleanup -cri "$cri" -root "$ROOT" -cgroup-root "$CGROUP_ROOT" -data "$DIR/data" || true
 	e2e_env down
 }
 
