@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/podstart/podstart/csi"
 	mountsfake "github.com/podstart/podstart/mounts/fake"
 	"google.golang.org/protobuf/testing/protocmp"
 	corev1 "k8s.io/api/core/v1"
@@ -470,5 +471,57 @@ func TestBlockTwoPodsShareTheStage(t *testing.T) {
 	e.reconcile(t)
 	if n := len(e.node.callsOf("Unstage")); n != 1 || len(files(t, e.root)) != 0 {
 		t.Fatalf("unstaged %d times, left %q", n, files(t, e.root))
+	}
+}
+
+// TestBlockPathsAreTheCSIPlugins: the manager's block paths are those
+// package csi's plugin uses (both kubelet's).
+func TestBlockPathsAreTheCSIPlugins(t *testing.T) {
+	b, err := csi.Layout{Root: "/var/lib/kubelet"}.BlockPaths("uid-p", "pv-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{BlockStagingPath("/var/lib/kubelet", "pv-1"), BlockPublishPath("/var/lib/kubelet", "uid-p", "pv-1"),
+		BlockGlobalMapPath("/var/lib/kubelet", "pv-1"), blockDataDir("/var/lib/kubelet", "pv-1"), PodDeviceMapPath("/var/lib/kubelet", "uid-p", "pv-1")}
+	want := []string{b.Staging, b.Publish, b.GlobalMap, b.DataDir, filepath.Join(b.PodDeviceMapDir, b.PodDeviceMapName)}
+	if !slices.Equal(got, want) {
+		t.Errorf("manager's paths %q, csi's %q", got, want)
+	}
+}
+
+// TestBlockReconstructRefusesHostileEntries: what the disk holds under
+// the volumeDevices directory is checked before it becomes a volume: a
+// vol_data.json naming another spec, a hostile driver name, a pod entry
+// that is not a UID; nothing of them is unpublished or unstaged.
+func TestBlockReconstructRefusesHostileEntries(t *testing.T) {
+	e, blk := blockEnv(t)
+	devs := blockDir(e.root)
+	write := func(spec string, data map[string]string) {
+		dir := filepath.Join(devs, spec, "data")
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeJSON(filepath.Join(dir, volDataFileName), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("pv-a", map[string]string{"specVolID": "../../../etc", "driverName": driver, "volumeHandle": "h"})
+	write("pv-b", map[string]string{"specVolID": "pv-b", "driverName": "../../dev", "volumeHandle": "h"})
+	write("pv-c", map[string]string{"specVolID": "pv-c", "driverName": driver, "volumeHandle": ""})
+	if err := os.MkdirAll(filepath.Join(devs, "publish", "pv-d", ".."), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	e.m.SourcesReady()
+	err := e.m.Reconcile(context.Background())
+	for _, want := range []string{"pv-a", "pv-b", "pv-c"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("reconstruct error %v does not name %s", err, want)
+		}
+	}
+	if !errors.Is(err, ErrInvalidName) {
+		t.Errorf("reconstruct error %v is not ErrInvalidName", err)
+	}
+	if _, _, calls := blk.state(); len(e.node.calls) != 0 || len(calls) != 0 {
+		t.Errorf("driver called %q, mapped %q", e.node.calls, calls)
 	}
 }
