@@ -87,37 +87,59 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	d := &driver{data: *data, nodeID: *nodeID, rec: rec}
-	var servers []*grpc.Server
-	for _, ep := range []struct{ name, path string }{{"controller", *controllerEP}, {"node", *nodeEP}} {
-		if err := os.MkdirAll(filepath.Dir(ep.path), 0o755); err != nil {
-			log.Fatal(err)
-		}
-		os.Remove(ep.path)
-		l, err := net.Listen("unix", ep.path)
-		if err != nil {
-			log.Fatal(err)
-		}
-		s := grpc.NewServer(grpc.UnaryInterceptor(d.record(ep.name)))
-		csi.RegisterIdentityServer(s, d)
-		csi.RegisterControllerServer(s, d)
-		csi.RegisterNodeServer(s, d)
-		servers = append(servers, s)
-		go func() {
-			if err := s.Serve(l); err != nil {
-				log.Printf("bindcsi: %s: %v", ep.name, err)
-			}
-		}()
-		log.Printf("bindcsi: %s serving on %s", ep.name, ep.path)
-	}
+	d := &driver{data: *data, nodeID: *nodeID, rec: rec, vanish: make(chan string, 1)}
+	ctrl := d.serve("controller", *controllerEP)
+	node := d.serve("node", *nodeEP)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	<-sigs
-	for _, s := range servers {
+	for {
+		select {
+		case method := <-d.vanish:
+			// The node socket gone mid-call: every connection closed,
+			// the socket removed, back once the fault file is.
+			node.Stop()
+			os.Remove(*nodeEP)
+			log.Printf("bindcsi: node socket removed (fault on %s)", method)
+			for {
+				if _, err := os.Stat(filepath.Join(d.data, "faults", method)); err != nil {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			node = d.serve("node", *nodeEP)
+			continue
+		case <-sigs:
+		}
+		break
+	}
+	for _, s := range []*grpc.Server{ctrl, node} {
 		s.GracefulStop()
 	}
 	os.Remove(*controllerEP)
 	os.Remove(*nodeEP)
+}
+
+// serve serves the plugin on a unix socket at path, recorded as socket.
+func (d *driver) serve(socket, path string) *grpc.Server {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		log.Fatal(err)
+	}
+	os.Remove(path)
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	s := grpc.NewServer(grpc.UnaryInterceptor(d.record(socket)))
+	csi.RegisterIdentityServer(s, d)
+	csi.RegisterControllerServer(s, d)
+	csi.RegisterNodeServer(s, d)
+	go func() {
+		if err := s.Serve(l); err != nil {
+			log.Printf("bindcsi: %s: %v", socket, err)
+		}
+	}()
+	log.Printf("bindcsi: %s serving on %s", socket, path)
+	return s
 }
 
 type driver struct {
@@ -128,6 +150,7 @@ type driver struct {
 	data, nodeID string
 	mu           sync.Mutex // serialises calls and the record file
 	rec          *os.File
+	vanish       chan string // the node socket is to go (a "vanish" fault)
 }
 
 // call is one line of the record file.
@@ -145,7 +168,9 @@ type call struct {
 func (d *driver) record(socket string) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		if socket == "node" {
-			if err := d.fault(info.FullMethod[strings.LastIndex(info.FullMethod, "/")+1:]); err != nil {
+			if err := d.fault(info.FullMethod[strings.LastIndex(info.FullMethod, "/")+1:]); errors.Is(err, errVanished) {
+				return nil, err
+			} else if err != nil {
 				d.mu.Lock()
 				defer d.mu.Unlock()
 				c := call{Time: time.Now().UTC().Format(time.RFC3339Nano), Socket: socket, Method: info.FullMethod, Request: marshal(req), Error: err.Error()}
@@ -176,7 +201,11 @@ func (d *driver) record(socket string) grpc.UnaryServerInterceptor {
 // Unavailable (the file is removed: once); saying "hang" holds every call
 // of method, after creating <data>/faults/<method>.hanging, until the
 // file is removed, then fails it with Aborted (the caller may be gone:
-// an agent killed mid-call).
+// an agent killed mid-call); saying "vanish" holds the call likewise, and
+// removes the node socket (every connection closed: the caller sees the
+// driver gone mid-call) until the file is removed, after creating
+// <data>/faults/<method>.vanished; the call is not recorded (the driver
+// "died" with it).
 func (d *driver) fault(method string) error {
 	path := filepath.Join(d.data, "faults", method)
 	b, err := os.ReadFile(path)
@@ -187,6 +216,18 @@ func (d *driver) fault(method string) error {
 	case "fail":
 		os.Remove(path)
 		return status.Error(codes.Unavailable, "injected fault")
+	case "vanish":
+		select {
+		case d.vanish <- method:
+		default:
+		}
+		os.WriteFile(path+".vanished", nil, 0o644)
+		for {
+			if _, err := os.Stat(path); err != nil {
+				return errVanished
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	case "hang":
 		os.WriteFile(path+".hanging", nil, 0o644)
 		t := time.NewTicker(100 * time.Millisecond)
@@ -200,6 +241,10 @@ func (d *driver) fault(method string) error {
 	}
 	return nil
 }
+
+// errVanished ends a call held by a "vanish" fault: its connection is
+// gone, and so is its record.
+var errVanished = errors.New("the node socket vanished under this call")
 
 func marshal(v any) json.RawMessage {
 	m, ok := v.(proto.Message)
