@@ -2,6 +2,7 @@ package volumemanager
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -93,5 +94,40 @@ func TestCSIAdapterBlock(t *testing.T) {
 	left = slices.DeleteFunc(left, func(p string) bool { return slices.Contains(keep, p) })
 	if len(left) != 0 {
 		t.Errorf("left under the root: %q", left)
+	}
+}
+
+// TestCSIBlockVolumeStats: a mapped block volume is measured as kubelet's
+// block mapper measures it: NodeGetVolumeStats at the pod's bind mount in
+// the global map path.
+func TestCSIBlockVolumeStats(t *testing.T) {
+	e := newCSIEnv(t, csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME, csipb.NodeServiceCapability_RPC_GET_VOLUME_STATS)
+	e.driver.SetVolumeStats(&csipb.NodeGetVolumeStatsResponse{Usage: []*csipb.VolumeUsage{{Unit: csipb.VolumeUsage_BYTES, Total: 1 << 20}}})
+	m, err := New(node, e.root, e.objs, CSI(e.plugin), WithClock(testingclock.NewFakeClock(t0)), WithMounter(mountsfake.New()), WithBlockPathHandler(newFakeBlock()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim, pv := blockClaim("data", "pv-data", "vol-1")
+	e.objs.Set(claim, pv, csiDriver(driver, false))
+	pod := devicePod("db", "uid-db", "data")
+	ctx := context.Background()
+	if err := m.AddPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	vols, ok := m.MountedVolumes(pod.UID)
+	if !ok || len(vols) != 1 {
+		t.Fatalf("MountedVolumes = %v, %v", vols, ok)
+	}
+	e.driver.Reset()
+	if _, err := vols[0].Metrics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	calls := e.driver.Calls()
+	want := filepath.Join(BlockGlobalMapPath(e.root, "pv-data"), "uid-db")
+	if got := calls[len(calls)-1].Request.(*csipb.NodeGetVolumeStatsRequest).GetVolumePath(); got != want {
+		t.Errorf("NodeGetVolumeStats at %s, want %s", got, want)
 	}
 }
