@@ -265,8 +265,10 @@ func (d *driver) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi
 }
 
 func (d *driver) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
-	return &csi.GetPluginCapabilitiesResponse{Capabilities: []*csi.PluginCapability{{Type: &csi.PluginCapability_Service_{
-		Service: &csi.PluginCapability_Service{Type: csi.PluginCapability_Service_CONTROLLER_SERVICE}}}}}, nil
+	return &csi.GetPluginCapabilitiesResponse{Capabilities: []*csi.PluginCapability{
+		{Type: &csi.PluginCapability_Service_{Service: &csi.PluginCapability_Service{Type: csi.PluginCapability_Service_CONTROLLER_SERVICE}}},
+		{Type: &csi.PluginCapability_VolumeExpansion_{VolumeExpansion: &csi.PluginCapability_VolumeExpansion{Type: csi.PluginCapability_VolumeExpansion_ONLINE}}},
+	}}, nil
 }
 
 func (d *driver) Probe(context.Context, *csi.ProbeRequest) (*csi.ProbeResponse, error) {
@@ -377,10 +379,34 @@ func (d *driver) ControllerGetCapabilities(context.Context, *csi.ControllerGetCa
 	for _, t := range []csi.ControllerServiceCapability_RPC_Type{
 		csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME,
 		csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME,
+		csi.ControllerServiceCapability_RPC_EXPAND_VOLUME,
 	} {
 		caps = append(caps, &csi.ControllerServiceCapability{Type: &csi.ControllerServiceCapability_Rpc{Rpc: &csi.ControllerServiceCapability_RPC{Type: t}}})
 	}
 	return &csi.ControllerGetCapabilitiesResponse{Capabilities: caps}, nil
+}
+
+// ControllerExpandVolume grows a block volume's image (a directory needs
+// nothing) and asks for the node's expansion.
+func (d *driver) ControllerExpandVolume(_ context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
+	id, err := volumeID(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(d.volumeDir(id)); err != nil {
+		return nil, status.Errorf(codes.NotFound, "volume %s: %v", id, err)
+	}
+	size := req.GetCapacityRange().GetRequiredBytes()
+	if size <= 0 || size > maxBlockSize {
+		return nil, status.Errorf(codes.OutOfRange, "size %d: must be 1 to %d bytes", size, maxBlockSize)
+	}
+	img := filepath.Join(d.volumeDir(id), diskImage)
+	if st, err := os.Stat(img); err == nil && st.Size() < size {
+		if err := os.Truncate(img, size); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+	}
+	return &csi.ControllerExpandVolumeResponse{CapacityBytes: size, NodeExpansionRequired: true}, nil
 }
 
 // checkCaps accepts filesystem or block volumes, not both at once.
@@ -417,6 +443,7 @@ func (d *driver) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRe
 	for _, t := range []csi.NodeServiceCapability_RPC_Type{
 		csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME,
 		csi.NodeServiceCapability_RPC_GET_VOLUME_STATS,
+		csi.NodeServiceCapability_RPC_EXPAND_VOLUME,
 	} {
 		caps = append(caps, &csi.NodeServiceCapability{Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{Type: t}}})
 	}
@@ -586,6 +613,26 @@ func (d *driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVo
 		os.RemoveAll(eph)
 	}
 	return &csi.NodeUnpublishVolumeResponse{}, nil
+}
+
+// NodeExpandVolume answers the size asked for (a directory has no size;
+// a block volume's loop device is told its image grew).
+func (d *driver) NodeExpandVolume(_ context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
+	id, err := volumeID(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	if p := req.GetVolumePath(); !filepath.IsAbs(p) {
+		return nil, status.Errorf(codes.InvalidArgument, "volume path %q is not absolute", p)
+	} else if _, err := os.Stat(p); err != nil {
+		return nil, status.Errorf(codes.NotFound, "volume path %s: %v", p, err)
+	}
+	if loop, err := loopOf(filepath.Join(d.volumeDir(id), diskImage)); err == nil && loop != "" {
+		if out, err := exec.Command("losetup", "-c", loop).CombinedOutput(); err != nil {
+			return nil, status.Errorf(codes.Internal, "losetup -c %s: %v: %s", loop, err, strings.TrimSpace(string(out)))
+		}
+	}
+	return &csi.NodeExpandVolumeResponse{CapacityBytes: req.GetCapacityRange().GetRequiredBytes()}, nil
 }
 
 func (d *driver) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
