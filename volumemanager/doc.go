@@ -97,7 +97,8 @@
 //
 // Volume stats: the Manager is a stats.VolumeSource (VolumePods,
 // MountedVolumes: the volumes published for a pod, each measured with
-// NodeGetVolumeStats at its publish target through the NodeVolumes'
+// NodeGetVolumeStats at its publish target, a block volume at the pod's
+// bind mount in the global map path, through the NodeVolumes'
 // VolumeStats, kubelet's metricsCsi); a stats.VolumeAnalyzer over it
 // caches them for /stats/summary and eviction.
 //
