@@ -525,3 +525,28 @@ func TestBlockReconstructRefusesHostileEntries(t *testing.T) {
 		t.Errorf("driver called %q, mapped %q", e.node.calls, calls)
 	}
 }
+
+// A block volume abandoned before its stage (never attached) leaves the
+// actual state without a call to the driver.
+func TestBlockAbandonedBeforeStage(t *testing.T) {
+	e, blk := blockEnv(t)
+	claim, pv := blockClaim("data", "pv-data", "vol-1")
+	e.objs.Set(claim, pv, csiDriver(driver, true)) // attachable; no VolumeAttachment
+	pod := devicePod("db", "uid-db", "data")
+	if err := e.m.AddPod(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	e.m.MarkVolumesReportedInUse(e.m.VolumesInUse())
+	e.reconcile(t)
+	e.m.SourcesReady()
+	e.m.RemovePod(pod.UID)
+	if err := e.m.Reconcile(context.Background()); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	e.m.mu.Lock()
+	left := len(e.m.actual)
+	e.m.mu.Unlock()
+	if _, _, calls := blk.state(); left != 0 || len(e.node.calls) != 0 || len(calls) != 0 {
+		t.Errorf("actual volumes %d, driver calls %q, map calls %q", left, e.node.calls, calls)
+	}
+}

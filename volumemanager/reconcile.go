@@ -664,8 +664,10 @@ func (m *Manager) unstage(ctx context.Context, name corev1.UniqueVolumeName) err
 	driver, handle, device, stagingPath, inline, block := av.driver, av.handle, av.device, av.stagingPath, av.inline, av.block
 	m.mu.Unlock()
 	if block {
-		if err := m.unmapDevice(ctx, name, driver, handle, filepath.Base(stagingPath)); err != nil {
-			return err
+		if device != deviceNone && stagingPath != "" {
+			if err := m.unmapDevice(ctx, name, driver, handle, filepath.Base(stagingPath)); err != nil {
+				return err
+			}
 		}
 	} else if !inline && device != deviceNone && stagingPath != "" {
 		cctx, cancel := context.WithTimeout(ctx, csiTimeout)
