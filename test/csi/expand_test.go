@@ -37,7 +37,11 @@ func TestExpand(t *testing.T) {
 			return false, err.Error()
 		}
 		got := c.Status.Capacity[corev1.ResourceStorage]
-		return got.Cmp(want) == 0 && len(c.Status.AllocatedResourceStatuses) == 0 && len(c.Status.Conditions) == 0,
+		resizing := false // Resizing, FileSystemResizePending, ControllerResizeError, NodeResizeError (not v1.37's Unused)
+		for _, cond := range c.Status.Conditions {
+			resizing = resizing || strings.Contains(string(cond.Type), "Resiz")
+		}
+		return got.Cmp(want) == 0 && len(c.Status.AllocatedResourceStatuses) == 0 && !resizing,
 			fmt.Sprintf("capacity %s, allocated %v, statuses %v, conditions %v; events: %s", got.String(), c.Status.AllocatedResources, c.Status.AllocatedResourceStatuses, c.Status.Conditions, tr.events(ns, "data"))
 	})
 	t.Logf("claim expanded %v after the patch", time.Since(start).Round(time.Millisecond))
