@@ -74,7 +74,7 @@ var rules = map[string]rule{
 	// volumemanager: kubelet's volume manager for CSI volumes (issue 38),
 	// one node concern over small API getters and a NodeVolumes seam
 	// (csi.Plugin serves it: CSI).
-	"volumemanager": {module: []string{"mounts", "validation", "internal/...", "podsync", "csi", "stats"}, forbid: heavyDeps},
+	"volumemanager": {module: []string{"mounts", "validation", "internal/...", "podsync", "csi", "stats", "criconfig"}, forbid: heavyDeps},
 	// stats: the node's stats Summary and resource metrics (issue 25),
 	// over CRI and the host, for eviction and the node API.
 	"stats":  {module: []string{"runtime", "criconfig", "internal/..."}, forbid: heavyDeps},

@@ -79,6 +79,9 @@ func ContainerConfig(in Container, node Node) (*runtimeapi.ContainerConfig, erro
 	if err := checkContainer(pod, c, node); err != nil {
 		return nil, err
 	}
+	if err := checkVolumeDevices(c, in.Devices); err != nil {
+		return nil, err
+	}
 	if err := VerifyRunAsNonRoot(pod, c, in.ImageUser); err != nil {
 		return nil, err
 	}

@@ -532,6 +532,29 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
+// TestBlockVolumesOnANodeThatMapsThem: with Node.BlockVolumes a
+// container's volumeDevices go through as the devices given (the volume
+// manager's), and one without its device is refused by name.
+func TestBlockVolumesOnANodeThatMapsThem(t *testing.T) {
+	p := testPod(func(p *corev1.Pod) {
+		p.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "b", DevicePath: "/dev/xvda"}}
+	})
+	n := node()
+	n.BlockVolumes = true
+	dev := &runtimeapi.Device{ContainerPath: "/dev/xvda", HostPath: "/var/lib/kubelet/pods/u/volumeDevices/kubernetes.io~csi/pv", Permissions: "mrw"}
+	cfg, err := ContainerConfig(Container{Pod: p, Container: &p.Spec.Containers[0], ImageUser: ImageUser{UID: ptr(int64(1))}, Devices: []*runtimeapi.Device{dev}}, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Devices) != 1 || cfg.Devices[0].HostPath != dev.HostPath || cfg.Devices[0].Permissions != "mrw" {
+		t.Errorf("devices %v", cfg.Devices)
+	}
+	_, err = ContainerConfig(Container{Pod: p, Container: &p.Spec.Containers[0], ImageUser: ImageUser{UID: ptr(int64(1))}}, n)
+	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "volumeDevices") || !strings.Contains(err.Error(), "/dev/xvda") {
+		t.Errorf("a volumeDevice without its device: %v", err)
+	}
+}
+
 // TestResourceClaimsWithDRA: on a node with a DRA manager
 // (Node.DynamicResourceAllocation), resource claims are built like any
 // other pod; the CDI devices and annotations the devices add reach the

@@ -78,7 +78,9 @@
 //     mount is ID-mapped, as kubelet sends them;
 //   - spec.resourceClaims, containers' resources.claims (DRA) on a node
 //     without a DRA manager (Node.DynamicResourceAllocation);
-//   - volumeDevices (raw block volumes);
+//   - volumeDevices (raw block volumes) on a node whose volume manager
+//     does not map them (Node.BlockVolumes), and with it a volumeDevice
+//     whose device is not among the container's Devices;
 //   - an AppArmor profile other than Unconfined on a node without AppArmor
 //     (Node.AppArmorEnabled), refused before any sandbox as kubelet's
 //     admission does;

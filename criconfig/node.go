@@ -81,6 +81,12 @@ type Node struct {
 	// waits for the claims); without it, spec.resourceClaims and
 	// containers' resources.claims are refused by name.
 	DynamicResourceAllocation bool
+	// BlockVolumes says the node maps block volumes (a volume manager,
+	// volumemanager.Manager, feeds podsync.WithDevices with each
+	// volumeDevice's device); without it, containers' volumeDevices are
+	// refused by name, and with it a volumeDevice whose device is not
+	// among the container's Devices is refused.
+	BlockVolumes bool
 	// SupplementalGroupsPolicyStrict: the runtime reports support for the
 	// Strict supplemental-groups policy.
 	SupplementalGroupsPolicyStrict bool

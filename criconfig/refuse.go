@@ -2,6 +2,7 @@ package criconfig
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // Refusals lists the pod settings podstart refuses rather than ignores:
@@ -11,7 +12,7 @@ var Refusals = []string{
 	"spec.os.name: windows (podstart runs Linux containers only)",
 	"spec.hostUsers: false on a runtime without user namespaces or a node without a UserNamespaceMapper",
 	"spec.resourceClaims and containers[*].resources.claims (dynamic resource allocation) on a node without a DRA manager (Node.DynamicResourceAllocation)",
-	"containers[*].volumeDevices (raw block volumes)",
+	"containers[*].volumeDevices (raw block volumes) on a node without a volume manager that maps them (Node.BlockVolumes)",
 	"securityContext.appArmorProfile other than Unconfined on a node without AppArmor (Node.AppArmorEnabled)",
 	"spec.securityContext.supplementalGroupsPolicy: Strict on a runtime that does not report it (Node.SupplementalGroupsPolicyStrict)",
 }
@@ -62,12 +63,30 @@ func visitContainers(pod *corev1.Pod, f func(*corev1.Container) bool) {
 	}
 }
 
+// checkVolumeDevices refuses a volumeDevice whose device the node's
+// volume manager did not give (no silent drops).
+func checkVolumeDevices(c *corev1.Container, devices []*runtimeapi.Device) error {
+	for _, d := range c.VolumeDevices {
+		found := false
+		for _, dev := range devices {
+			if dev.GetContainerPath() == d.DevicePath {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return unsupported("container %q volumeDevices %q: no device mapped for %s", c.Name, d.Name, d.DevicePath)
+		}
+	}
+	return nil
+}
+
 // checkContainer refuses container settings podstart cannot honour.
 func checkContainer(pod *corev1.Pod, c *corev1.Container, node Node) error {
 	if err := checkPod(pod, node); err != nil {
 		return err
 	}
-	if len(c.VolumeDevices) > 0 {
+	if len(c.VolumeDevices) > 0 && !node.BlockVolumes {
 		return unsupported("container %q volumeDevices: raw block volumes are not supported", c.Name)
 	}
 	if len(c.Resources.Claims) > 0 && !node.DynamicResourceAllocation {

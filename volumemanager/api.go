@@ -113,8 +113,9 @@ type NodeCapabilities struct {
 	Plugin bool
 }
 
-// Capability is the CSI VolumeCapability of a mounted (filesystem)
-// volume. Block volumes are refused (see the package doc).
+// Capability is the CSI VolumeCapability of a volume: a mounted
+// (filesystem) one, or for a block volume (the requests' Block) the
+// access mode only.
 type Capability struct {
 	// AccessMode is the PV's first access mode (ReadWriteOnce for inline
 	// volumes or a PV with none), which the client maps to CSI's.
@@ -140,6 +141,10 @@ type StageRequest struct {
 	VolumeContext  map[string]string // the PV's volumeAttributes
 	Secrets        map[string]string // from the PV's nodeStageSecretRef
 	FSGroup        *int64            // only for drivers with VolumeMountGroup
+	// Block: a block volume (volumeMode Block, used in volumeDevices):
+	// StagingPath is kubelet's BlockStagingPath, Capability's FSType and
+	// MountFlags are empty, FSGroup is nil (kubelet's csi_block.go).
+	Block bool
 }
 
 // UnstageRequest is NodeUnstageVolume's arguments.
@@ -147,6 +152,10 @@ type UnstageRequest struct {
 	Driver       string
 	VolumeHandle string
 	StagingPath  string
+	// Block and SpecName: a block volume, whose staging path is by the
+	// PV's name (BlockStagingPath).
+	Block    bool
+	SpecName string
 }
 
 // PublishRequest is NodePublishVolume's arguments.
@@ -174,6 +183,10 @@ type PublishRequest struct {
 	FSGroup       *int64            // only for drivers with VolumeMountGroup
 	// Ephemeral: a CSI inline volume (its lifecycle mode is Ephemeral).
 	Ephemeral bool
+	// Block: a block volume; TargetPath is kubelet's BlockPublishPath
+	// (a file the driver makes, the device at it), StagingPath its
+	// BlockStagingPath, FSGroup nil.
+	Block bool
 }
 
 // UnpublishRequest is NodeUnpublishVolume's arguments.
@@ -183,6 +196,7 @@ type UnpublishRequest struct {
 	TargetPath   string
 	PodUID       types.UID // the pod and spec name TargetPath is made of
 	SpecName     string
+	Block        bool // a block volume: TargetPath is BlockPublishPath
 }
 
 // EventRecorder is the method of client-go's record.EventRecorder the

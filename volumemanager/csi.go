@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podstart/podstart/csi"
 	"github.com/podstart/podstart/mounts"
@@ -35,11 +36,19 @@ func (c csiVolumes) Capabilities(_ context.Context, driver string) (NodeCapabili
 }
 
 func (c csiVolumes) Stage(ctx context.Context, r StageRequest) error {
-	if err := c.samePath("staging", r.StagingPath, func(l csi.Layout) (string, error) { return l.StagingPath(r.Driver, r.VolumeHandle) }); err != nil {
+	if err := c.samePath("staging", r.StagingPath, func(l csi.Layout) (string, error) {
+		if r.Block {
+			b, err := l.BlockVolumePaths(r.SpecName)
+			return b.Staging, err
+		}
+		return l.StagingPath(r.Driver, r.VolumeHandle)
+	}); err != nil {
 		return err
 	}
+	v := csiVolume(r.Driver, r.VolumeHandle, r.SpecName, false, false, r.Capability, r.VolumeContext)
+	v.Block = r.Block
 	_, err := c.p.Stage(ctx, csi.StageRequest{
-		Volume:         csiVolume(r.Driver, r.VolumeHandle, r.SpecName, false, false, r.Capability, r.VolumeContext),
+		Volume:         v,
 		PublishContext: maps.Clone(r.PublishContext),
 		Secrets:        csi.Secrets(r.Secrets),
 		FSGroup:        r.FSGroup,
@@ -49,10 +58,16 @@ func (c csiVolumes) Stage(ctx context.Context, r StageRequest) error {
 }
 
 func (c csiVolumes) Unstage(ctx context.Context, r UnstageRequest) error {
-	if err := c.samePath("staging", r.StagingPath, func(l csi.Layout) (string, error) { return l.StagingPath(r.Driver, r.VolumeHandle) }); err != nil {
+	if err := c.samePath("staging", r.StagingPath, func(l csi.Layout) (string, error) {
+		if r.Block {
+			b, err := l.BlockVolumePaths(r.SpecName)
+			return b.Staging, err
+		}
+		return l.StagingPath(r.Driver, r.VolumeHandle)
+	}); err != nil {
 		return err
 	}
-	return c.p.Unstage(ctx, csi.UnstageRequest{Driver: r.Driver, VolumeHandle: r.VolumeHandle})
+	return c.p.Unstage(ctx, csi.UnstageRequest{Driver: r.Driver, VolumeHandle: r.VolumeHandle, Block: r.Block, SpecName: r.SpecName})
 }
 
 func (c csiVolumes) Publish(ctx context.Context, r PublishRequest) error {
@@ -60,12 +75,14 @@ func (c csiVolumes) Publish(ctx context.Context, r PublishRequest) error {
 		return fmt.Errorf("%w: publish of %s without its pod", csi.ErrInvalidRequest, r.SpecName)
 	}
 	if err := c.samePath("target", r.TargetPath, func(l csi.Layout) (string, error) {
-		return l.PublishPath(string(r.Pod.UID), r.SpecName)
+		return targetPath(l, r.Pod.UID, r.SpecName, r.Block)
 	}); err != nil {
 		return err
 	}
+	v := csiVolume(r.Driver, r.VolumeHandle, r.SpecName, r.Ephemeral, r.ReadOnly, r.Capability, r.VolumeContext)
+	v.Block = r.Block
 	res, err := c.p.Publish(ctx, csi.PublishRequest{
-		Volume:         csiVolume(r.Driver, r.VolumeHandle, r.SpecName, r.Ephemeral, r.ReadOnly, r.Capability, r.VolumeContext),
+		Volume:         v,
 		Pod:            r.Pod,
 		PublishContext: maps.Clone(r.PublishContext),
 		Secrets:        csi.Secrets(r.Secrets),
@@ -87,11 +104,21 @@ func (c csiVolumes) Publish(ctx context.Context, r PublishRequest) error {
 
 func (c csiVolumes) Unpublish(ctx context.Context, r UnpublishRequest) error {
 	if err := c.samePath("target", r.TargetPath, func(l csi.Layout) (string, error) {
-		return l.PublishPath(string(r.PodUID), r.SpecName)
+		return targetPath(l, r.PodUID, r.SpecName, r.Block)
 	}); err != nil {
 		return err
 	}
-	return c.p.Unpublish(ctx, csi.UnpublishRequest{Driver: r.Driver, VolumeHandle: r.VolumeHandle, PodUID: string(r.PodUID), SpecName: r.SpecName})
+	return c.p.Unpublish(ctx, csi.UnpublishRequest{Driver: r.Driver, VolumeHandle: r.VolumeHandle, PodUID: string(r.PodUID), SpecName: r.SpecName, Block: r.Block})
+}
+
+// targetPath is the plugin's publish path: a block volume's or a
+// filesystem volume's.
+func targetPath(l csi.Layout, uid types.UID, specName string, block bool) (string, error) {
+	if block {
+		b, err := l.BlockPaths(string(uid), specName)
+		return b.Publish, err
+	}
+	return l.PublishPath(string(uid), specName)
 }
 
 // samePath refuses a request whose path is not the one the plugin will

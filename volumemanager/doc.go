@@ -47,6 +47,28 @@
 //     at the same target (CSI publish is idempotent), unwanted ones are
 //     unpublished and unstaged once the sources are ready.
 //
+// Block volumes (a claim whose PV has volumeMode: Block, used in a
+// container's volumeDevices; kubelet's MapVolume, UnmapVolume and
+// UnmapDevice with csi_block.go): staged once at
+// <root>/plugins/kubernetes.io/csi/volumeDevices/staging/<pv> and
+// published per pod at .../volumeDevices/publish/<pv>/<pod UID> (block
+// access, no fsType, mount options or fsGroup; the CSI plugin keeps
+// vol_data.json in .../volumeDevices/<pv>/data), then mapped as kubelet's
+// MapBlockVolume through a BlockPathHandler (HostBlockPaths): the
+// published device, its symlinks resolved, bind-mounted at
+// .../volumeDevices/<pv>/dev/<pod UID>, a symlink to it at
+// <root>/pods/<uid>/volumeDevices/kubernetes.io~csi/<pv>, and a loop device
+// on the bind mount (AttachFileDevice) that holds the device open. The
+// pod's containers get the symlink as a CRI Device (DeviceOptions, a
+// podsync.Devices: devicePath in the container, permissions "mrw", "r" for
+// a read-only claim). When the pod goes: the loop device detached, the
+// symlink removed, the bind mount unmounted, NodeUnpublishVolume; when no
+// pod maps it, NodeUnstageVolume (refused while a pod's bind mount is
+// left) and the volume's directories removed. A volume in volumeDevices
+// whose mode is not Block, or in volumeMounts whose mode is Block, is
+// kubelet's pod error ("volume %s has volumeMode %s, but is specified in
+// volumeDevices").
+//
 // Volume expansion (kubelet's ExpandInUseVolume and
 // expandVolumeDuringMount, RecoverVolumeExpansionFailure on as in v1.37):
 // a pod mounting a PV read-write makes the PV's capacity the volume's
@@ -75,7 +97,8 @@
 //
 // Volume stats: the Manager is a stats.VolumeSource (VolumePods,
 // MountedVolumes: the volumes published for a pod, each measured with
-// NodeGetVolumeStats at its publish target through the NodeVolumes'
+// NodeGetVolumeStats at its publish target, a block volume at the pod's
+// bind mount in the global map path, through the NodeVolumes'
 // VolumeStats, kubelet's metricsCsi); a stats.VolumeAnalyzer over it
 // caches them for /stats/summary and eviction.
 //
@@ -101,7 +124,7 @@
 //
 // # Refused by name (ErrUnsupported)
 //
-// Block volumes (volumeDevices); PVs that are not CSI (in-tree plugins
+// PVs that are not CSI (in-tree plugins
 // and their CSI migration); CSIDrivers with tokenRequests,
 // requiresRepublish or nodeAllocatableUpdatePeriodSeconds; a CSIDriver with seLinuxMount: true for a pod that
 // sets seLinuxOptions (kubelet would pass a context= mount option).
@@ -148,6 +171,16 @@
 //     when the pod was last resolved; kubelet reads the claim again when
 //     it verifies the attachment. Expansions run in the pass, one after
 //     another, after the pass's mounts.
+//   - Block volumes: reconstruction also reads the plugin's volumeDevices
+//     directories (the publish and global map entries), not only the
+//     pods' symlinks, so a map cut short by a restart is undone; a
+//     global map directory is removed entry by entry (kubelet:
+//     RemoveAll); UnmapDevice does not check that the device is no
+//     longer open (kubelet's isDeviceOpened); the pod's emptied
+//     volumeDevices directories are removed at unmap (kubelet leaves them
+//     to the pod's cleanup); a block volume is not expanded on the node
+//     (kubelet calls NodeExpandVolume for it as well); the
+//     ReadWriteOncePod check of MapVolume is not made.
 //   - The wait ends as soon as the state changes instead of polling every
 //     300 ms; WaitForAttachAndMount adds the pod itself (kubelet's pod
 //     manager feeds its populator).

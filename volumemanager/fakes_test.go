@@ -75,6 +75,11 @@ func (f *fakeNode) Stage(_ context.Context, r StageRequest) error {
 	if err := os.MkdirAll(r.StagingPath, 0o750); err != nil {
 		return err
 	}
+	if r.Block {
+		f.stages = append(f.stages, r)
+		f.staged[r.StagingPath] = true
+		return writeBlockData(filepath.Dir(filepath.Dir(r.StagingPath)), r.SpecName, r.Driver, r.VolumeHandle)
+	}
 	if err := writeJSON(filepath.Join(filepath.Dir(r.StagingPath), volDataFileName), map[string]string{"volumeHandle": r.VolumeHandle, "driverName": r.Driver}); err != nil {
 		return err
 	}
@@ -90,6 +95,16 @@ func (f *fakeNode) Unstage(_ context.Context, r UnstageRequest) error {
 		return err
 	}
 	delete(f.staged, r.StagingPath)
+	if r.Block { // the CSI plugin's cleanupOrphanDeviceFiles
+		devs := filepath.Dir(filepath.Dir(r.StagingPath))
+		for _, p := range []string{r.StagingPath, filepath.Join(devs, "publish", r.SpecName), filepath.Join(devs, r.SpecName, "data", volDataFileName),
+			filepath.Join(devs, r.SpecName, "data"), filepath.Join(devs, r.SpecName, "dev"), filepath.Join(devs, r.SpecName)} {
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+		return nil
+	}
 	return removeVolumeDir(r.StagingPath)
 }
 
@@ -101,6 +116,17 @@ func (f *fakeNode) Publish(_ context.Context, r PublishRequest) error {
 	}
 	if r.StagingPath != "" && !f.staged[r.StagingPath] {
 		return fmt.Errorf("publish of %s before its stage", r.VolumeHandle)
+	}
+	if r.Block { // the driver's device at the target (a file here)
+		if err := os.MkdirAll(filepath.Dir(r.TargetPath), 0o750); err != nil {
+			return err
+		}
+		if err := os.WriteFile(r.TargetPath, nil, 0o640); err != nil {
+			return err
+		}
+		f.publishes = append(f.publishes, r)
+		f.published[r.TargetPath] = true
+		return writeBlockData(filepath.Dir(filepath.Dir(filepath.Dir(r.TargetPath))), r.SpecName, r.Driver, r.VolumeHandle)
 	}
 	mode := storagev1.VolumeLifecyclePersistent
 	if r.Ephemeral {
@@ -130,7 +156,23 @@ func (f *fakeNode) Unpublish(_ context.Context, r UnpublishRequest) error {
 		return err
 	}
 	delete(f.published, r.TargetPath)
+	if r.Block {
+		return nil
+	}
 	return removeVolumeDir(r.TargetPath)
+}
+
+// writeBlockData writes a block volume's vol_data.json under the plugin's
+// volumeDevices directory devs, as the CSI plugin does.
+func writeBlockData(devs, specName, driverName, handle string) error {
+	dir := filepath.Join(devs, specName, "data")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	return writeJSON(filepath.Join(dir, volDataFileName), map[string]string{
+		"specVolID": specName, "volumeHandle": handle, "driverName": driverName, "nodeName": node,
+		"attachmentID": AttachmentName(handle, driverName, node),
+	})
 }
 
 // removeVolumeDir removes dir, the vol_data.json beside it and their

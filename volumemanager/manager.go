@@ -50,6 +50,7 @@ type Manager struct {
 	clock    clock.Clock
 	recorder EventRecorder
 	mounter  mounts.Mounter
+	blk      BlockPathHandler
 
 	passMu sync.Mutex // one reconciler pass at a time
 
@@ -118,6 +119,9 @@ func New(nodeName, rootDir string, api API, node NodeVolumes, opts ...Option) (*
 	if m.mounter == nil {
 		m.mounter = &mounts.HostMounter{}
 	}
+	if m.blk == nil {
+		m.blk = HostBlockPaths{}
+	}
 	return m, nil
 }
 
@@ -156,7 +160,7 @@ func (m *Manager) AddPod(ctx context.Context, pod *corev1.Pod) error {
 			continue // another provider's, or unused (kubelet skips those)
 		}
 		expected = append(expected, v.Name)
-		s, err := m.resolve(ctx, pod, v, devices)
+		s, err := m.resolve(ctx, pod, v, mountsUsed, devices)
 		if err != nil {
 			logr.FromContextOrDiscard(ctx).Error(err, "Error processing volume", "pod", pod.Namespace+"/"+pod.Name, "volumeName", v.Name)
 			errs = append(errs, err.Error())
@@ -190,7 +194,7 @@ func (m *Manager) AddPod(ctx context.Context, pod *corev1.Pod) error {
 			dv.pods[pod.UID] = dp
 		}
 		dp.pod, dp.readOnly = pod, r.s.readOnly
-		if r.s.pv != nil && !r.s.readOnly {
+		if r.s.pv != nil && !r.s.readOnly && !r.s.block {
 			// kubelet's checkVolumeFSResize: the desired size, and the
 			// claim's size for a volume rebuilt after a restart.
 			dv.size = r.s.pv.Spec.Capacity.Storage().DeepCopy()
@@ -360,8 +364,8 @@ func (m *Manager) Volumes(_ context.Context, pod *corev1.Pod) (mounts.VolumeMap,
 	}
 	for outer, name := range ps.volumes {
 		av, dv := m.actual[name], m.desired[name]
-		if av == nil || dv == nil || !av.mountedFor(pod.UID) || dv.pods[pod.UID] == nil {
-			continue
+		if av == nil || dv == nil || av.block || !av.mountedFor(pod.UID) || dv.pods[pod.UID] == nil {
+			continue // a block volume is a device (DeviceOptions)
 		}
 		out[outer] = mounts.Volume{
 			HostPath:       av.pods[pod.UID].targetPath,

@@ -506,10 +506,6 @@ func TestRefusedByName(t *testing.T) {
 		want string
 		is   error
 	}{
-		{name: "block volume", edit: func(p *corev1.Pod, _ *corev1.PersistentVolume, _ *storagev1.CSIDriver) {
-			p.Spec.Containers[0].VolumeMounts = nil
-			p.Spec.Containers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}
-		}, want: "volumeDevices", is: ErrUnsupported},
 		{name: "token requests", edit: func(_ *corev1.Pod, _ *corev1.PersistentVolume, d *storagev1.CSIDriver) {
 			d.Spec.TokenRequests = []storagev1.TokenRequest{{Audience: "vault"}}
 		}, want: "tokenRequests", is: ErrUnsupported},
@@ -551,7 +547,8 @@ func TestRefusedByName(t *testing.T) {
 			if len(errs) != 1 || !strings.Contains(errs[0], tc.want) {
 				t.Fatalf("pod errors = %q, want one naming %q", errs, tc.want)
 			}
-			_, err := e.m.resolve(context.Background(), pod, pod.Spec.Volumes[0], map[string]bool{"data": len(pod.Spec.Containers[0].VolumeDevices) > 0})
+			used, devices := usedVolumes(pod)
+			_, err := e.m.resolve(context.Background(), pod, pod.Spec.Volumes[0], used, devices)
 			if !errors.Is(err, tc.is) {
 				t.Errorf("resolve error %v is not %v", err, tc.is)
 			}

@@ -21,7 +21,10 @@ const (
 	podPluginDir    = "kubernetes.io~csi"
 	volDataFileName = "vol_data.json"
 	globalMountDir  = "globalmount"
-	volNameSep      = "^"
+	// volumeDevicesDir is kubelet's directory of block volumes, in the
+	// plugin's directory and in a pod's.
+	volumeDevicesDir = "volumeDevices"
+	volNameSep       = "^"
 )
 
 // vol_data.json keys, as kubelet's CSI plugin writes them.
@@ -76,6 +79,49 @@ func StagingPath(rootDir, driver, volumeHandle string) string {
 // volume).
 func TargetPath(rootDir string, podUID types.UID, specName string) string {
 	return filepath.Join(volumeDir(rootDir, podUID, specName), "mount")
+}
+
+// Kubelet's paths of a block volume (csi_block.go; volumeDevices is
+// kubelet's DefaultKubeletVolumeDevicesDirName), by the PV's name:
+//
+//	staging  <root>/plugins/kubernetes.io/csi/volumeDevices/staging/<specName>
+//	publish  <root>/plugins/kubernetes.io/csi/volumeDevices/publish/<specName>/<podUID>
+//	map      <root>/plugins/kubernetes.io/csi/volumeDevices/<specName>/dev/<podUID> (the device bind-mounted, a loop device on it)
+//	data     <root>/plugins/kubernetes.io/csi/volumeDevices/<specName>/data/vol_data.json
+//	pod      <root>/pods/<podUID>/volumeDevices/kubernetes.io~csi/<specName> (a symlink to the device: the container's host path)
+func blockDir(rootDir string) string {
+	return filepath.Join(rootDir, "plugins", PluginName, volumeDevicesDir)
+}
+
+// BlockStagingPath is a block volume's staging path.
+func BlockStagingPath(rootDir, specName string) string {
+	return filepath.Join(blockDir(rootDir), "staging", specName)
+}
+
+// BlockPublishPath is a block volume's publish path for one pod.
+func BlockPublishPath(rootDir string, podUID types.UID, specName string) string {
+	return filepath.Join(blockDir(rootDir), "publish", specName, string(podUID))
+}
+
+// BlockGlobalMapPath is the directory where each pod's use of a block
+// volume is a bind mount of the device, named by the pod's UID.
+func BlockGlobalMapPath(rootDir, specName string) string {
+	return filepath.Join(blockDir(rootDir), specName, "dev")
+}
+
+// blockDataDir holds a block volume's vol_data.json.
+func blockDataDir(rootDir, specName string) string {
+	return filepath.Join(blockDir(rootDir), specName, "data")
+}
+
+// PodDeviceMapPath is the pod's symlink to a block volume's device, the
+// host path of the container's device.
+func PodDeviceMapPath(rootDir string, podUID types.UID, specName string) string {
+	return filepath.Join(podDeviceMapDir(rootDir, podUID), specName)
+}
+
+func podDeviceMapDir(rootDir string, podUID types.UID) string {
+	return filepath.Join(rootDir, "pods", string(podUID), volumeDevicesDir, podPluginDir)
 }
 
 func volumeDir(rootDir string, podUID types.UID, specName string) string {

@@ -14,6 +14,10 @@ func TestNames(t *testing.T) {
 		{"UniqueVolumeName", string(UniqueVolumeName("csi.example.com", "vol-1")), "kubernetes.io/csi/csi.example.com^vol-1"},
 		{"InlineVolumeName", string(InlineVolumeName("uid-p", "cache")), "kubernetes.io/csi/uid-p-cache"},
 		{"TargetPath", TargetPath("/var/lib/kubelet", "uid-p", "pv-1"), "/var/lib/kubelet/pods/uid-p/volumes/kubernetes.io~csi/pv-1/mount"},
+		{"BlockStagingPath", BlockStagingPath("/var/lib/kubelet", "pv-1"), "/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/staging/pv-1"},
+		{"BlockPublishPath", BlockPublishPath("/var/lib/kubelet", "uid-p", "pv-1"), "/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/publish/pv-1/uid-p"},
+		{"BlockGlobalMapPath", BlockGlobalMapPath("/var/lib/kubelet", "pv-1"), "/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/pv-1/dev"},
+		{"PodDeviceMapPath", PodDeviceMapPath("/var/lib/kubelet", "uid-p", "pv-1"), "/var/lib/kubelet/pods/uid-p/volumeDevices/kubernetes.io~csi/pv-1"},
 		{"StagingPath", StagingPath("/var/lib/kubelet", "csi.example.com", "vol-1"),
 			"/var/lib/kubelet/plugins/kubernetes.io/csi/csi.example.com/d2e8363faaac7ae76def3b14091d8eb5755f6b92e9531627aeec833a8731cc49/globalmount"},
 	} {

@@ -50,7 +50,7 @@ func (p Provider) Volumes(ctx context.Context, pod *corev1.Pod) (mounts.VolumeMa
 		if Manages(vol) {
 			if v, ok := published[vol.Name]; ok {
 				out[vol.Name] = v
-			} else if used[vol.Name] || devices[vol.Name] {
+			} else if used[vol.Name] || (devices[vol.Name] && !p.Manager.mapped(pod.UID, vol.Name)) {
 				first = cmpFirst(first, fmt.Errorf("volume %q: %w", vol.Name, ErrNotPublished))
 			}
 			continue

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"syscall"
@@ -149,12 +150,24 @@ func (m *Manager) unpublish(ctx context.Context, ref podVolumeRef) error {
 	if av != nil && av.pods[ref.uid] != nil {
 		ap = *av.pods[ref.uid]
 	}
-	driver, handle := "", ""
+	driver, handle, block := "", "", false
 	if av != nil {
-		driver, handle = av.driver, av.handle
+		driver, handle, block = av.driver, av.handle, av.block
 	}
 	m.mu.Unlock()
 	if ap.targetPath == "" {
+		return nil
+	}
+	if block {
+		if err := m.unmapBlock(ctx, ref, driver, handle, ap); err != nil {
+			logr.FromContextOrDiscard(ctx).Error(err, "UnmapVolume failed")
+			return err
+		}
+		m.mu.Lock()
+		if av := m.actual[ref.name]; av != nil {
+			delete(av.pods, ref.uid)
+		}
+		m.mu.Unlock()
 		return nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, csiTimeout)
@@ -276,7 +289,7 @@ func (m *Manager) mount(ctx context.Context, ref podVolumeRef) error {
 	s, dp, inUse := dv.spec, *dv.pods[ref.uid], dv.reportedInUse
 	av := m.actual[ref.name]
 	if av == nil {
-		av = &actualVolume{name: s.name, driver: s.driver, handle: s.handle, inline: s.inline != nil, attachable: s.attachable, pods: map[types.UID]*actualPod{}}
+		av = &actualVolume{name: s.name, driver: s.driver, handle: s.handle, inline: s.inline != nil, block: s.block, attachable: s.attachable, pods: map[types.UID]*actualPod{}}
 		m.actual[ref.name] = av
 	}
 	av.attachable = s.attachable
@@ -327,6 +340,9 @@ func (m *Manager) mount(ctx context.Context, ref podVolumeRef) error {
 	caps, err := m.node.Capabilities(cctx, s.driver)
 	if err != nil {
 		return m.failed(dp.pod, s, "MountVolume.MountDevice failed", err)
+	}
+	if s.block {
+		return m.mapBlock(cctx, s, av, ref.uid, dp, drv, caps, device)
 	}
 	fsGroup := podFSGroup(dp.pod)
 	stagingPath := "" // what Publish gets: only from a driver that stages
@@ -421,7 +437,7 @@ func (m *Manager) stage(ctx context.Context, s *spec, av *actualVolume, stagingP
 	req := StageRequest{
 		Driver: s.driver, VolumeHandle: s.handle, SpecName: s.specName, StagingPath: stagingPath, CSIDriver: drv,
 		PublishContext: maps.Clone(av.publishContext), Capability: capability(s),
-		VolumeContext: maps.Clone(src.VolumeAttributes), Secrets: secrets,
+		VolumeContext: maps.Clone(src.VolumeAttributes), Secrets: secrets, Block: s.block,
 	}
 	if caps.VolumeMountGroup || caps.Plugin {
 		req.FSGroup = fsGroup
@@ -443,11 +459,11 @@ func (m *Manager) stage(ctx context.Context, s *spec, av *actualVolume, stagingP
 
 // publish is the CSI mounter's SetUpAt.
 func (m *Manager) publish(ctx context.Context, s *spec, av *actualVolume, uid types.UID, dp desiredPod, drv *storagev1.CSIDriver, stagingPath string, caps NodeCapabilities, fsGroup *int64) error {
-	if err := lifecycleModeError(drv, s.driver, s.inline != nil); err != nil {
+	if err := lifecycleModeError(drv, s.driver, s.inline != nil); err != nil && !s.block {
 		return fmt.Errorf("%s: mounter.SetupAt failed to check volume lifecycle mode: %v", PluginName, err)
 	}
 	policy := storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy
-	if drv != nil {
+	if drv != nil && !s.block { // kubelet's block mapper reads no fsGroupPolicy
 		if drv.Spec.FSGroupPolicy == nil || *drv.Spec.FSGroupPolicy == "" {
 			return fmt.Errorf("%s: mounter.SetupAt failed to check fsGroup policy: %s: expected valid fsGroupPolicy, received nil value or empty string", PluginName, PluginName)
 		}
@@ -458,7 +474,10 @@ func (m *Manager) publish(ctx context.Context, s *spec, av *actualVolume, uid ty
 		Driver: s.driver, VolumeHandle: s.handle, StagingPath: stagingPath,
 		TargetPath: TargetPath(m.rootDir, uid, s.specName), ReadOnly: dp.readOnly,
 		Capability: capability(s), Ephemeral: s.inline != nil,
-		SpecName: s.specName, Pod: pod, CSIDriver: drv,
+		SpecName: s.specName, Pod: pod, CSIDriver: drv, Block: s.block,
+	}
+	if s.block {
+		req.TargetPath = BlockPublishPath(m.rootDir, uid, s.specName)
 	}
 	var secretNS, secretName string
 	if s.inline != nil {
@@ -512,7 +531,7 @@ func (m *Manager) publish(ctx context.Context, s *spec, av *actualVolume, uid ty
 		m.mu.Unlock()
 		return err
 	}
-	if !caps.VolumeMountGroup && !caps.Plugin && supportsFSGroup(s, dp.readOnly, fsGroup, policy) && !skipOwnership(pod, req.TargetPath, *fsGroup) {
+	if !s.block && !caps.VolumeMountGroup && !caps.Plugin && supportsFSGroup(s, dp.readOnly, fsGroup, policy) && !skipOwnership(pod, req.TargetPath, *fsGroup) {
 		if err := mounts.SetVolumeOwnership(req.TargetPath, *fsGroup, false); err != nil {
 			m.mu.Lock()
 			ap.uncertain = true
@@ -577,6 +596,9 @@ func capability(s *spec) Capability {
 	if len(s.pv.Spec.AccessModes) > 0 {
 		c.AccessMode = s.pv.Spec.AccessModes[0]
 	}
+	if s.block {
+		return c // kubelet's block mapper: fsType "block", no mount options
+	}
 	c.FSType = s.pv.Spec.CSI.FSType
 	c.MountFlags = slices.Clone(s.pv.Spec.MountOptions)
 	return c
@@ -639,9 +661,15 @@ func (m *Manager) unstage(ctx context.Context, name corev1.UniqueVolumeName) err
 		m.mu.Unlock()
 		return nil
 	}
-	driver, handle, device, stagingPath, inline := av.driver, av.handle, av.device, av.stagingPath, av.inline
+	driver, handle, device, stagingPath, inline, block := av.driver, av.handle, av.device, av.stagingPath, av.inline, av.block
 	m.mu.Unlock()
-	if !inline && device != deviceNone && stagingPath != "" {
+	if block {
+		if device != deviceNone && stagingPath != "" {
+			if err := m.unmapDevice(ctx, name, driver, handle, filepath.Base(stagingPath)); err != nil {
+				return err
+			}
+		}
+	} else if !inline && device != deviceNone && stagingPath != "" {
 		cctx, cancel := context.WithTimeout(ctx, csiTimeout)
 		defer cancel()
 		caps, err := m.node.Capabilities(cctx, driver)

@@ -57,6 +57,7 @@ func (m *Manager) reconstruct(ctx context.Context) error {
 		}
 	}
 	errs = append(errs, m.reconstructStaged(ctx)...)
+	errs = append(errs, m.reconstructBlock(ctx)...)
 	return errors.Join(errs...)
 }
 
@@ -112,7 +113,7 @@ func (m *Manager) reconstructStaged(ctx context.Context) []error {
 		return nil
 	}
 	for _, d := range drivers {
-		if !d.IsDir() || CheckDriverName(d.Name()) != nil {
+		if !d.IsDir() || d.Name() == volumeDevicesDir || CheckDriverName(d.Name()) != nil {
 			continue
 		}
 		vols, err := os.ReadDir(filepath.Join(base, d.Name()))

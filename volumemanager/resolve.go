@@ -33,6 +33,7 @@ type spec struct {
 	// claimCapacity is the claim's status.capacity storage when resolved.
 	claimCapacity resource.Quantity
 	attachable    bool
+	block         bool // used in volumeDevices, volumeMode Block
 }
 
 // Manages says whether v is a volume the manager serves: a
@@ -68,11 +69,12 @@ func usedVolumes(pod *corev1.Pod) (mounts, devices map[string]bool) {
 
 // resolve is kubelet's populator createVolumeSpec for one volume the
 // manager serves, with its messages.
-func (m *Manager) resolve(ctx context.Context, pod *corev1.Pod, v corev1.Volume, devices map[string]bool) (*spec, error) {
-	if devices[v.Name] {
-		return nil, fmt.Errorf("volume %q: volumeDevices (block volumes): %w", v.Name, ErrUnsupported)
-	}
+func (m *Manager) resolve(ctx context.Context, pod *corev1.Pod, v corev1.Volume, mounts, devices map[string]bool) (*spec, error) {
 	if v.CSI != nil {
+		if devices[v.Name] {
+			// An inline volume's mode is Filesystem (kubelet's check).
+			return nil, fmt.Errorf("volume %s has volumeMode %s, but is specified in volumeDevices", v.Name, corev1.PersistentVolumeFilesystem)
+		}
 		return m.resolveInline(ctx, pod, v)
 	}
 	claimName, readOnly, ephemeral := "", false, false
@@ -98,9 +100,16 @@ func (m *Manager) resolve(ctx context.Context, pod *corev1.Pod, v corev1.Volume,
 	if pv.Spec.CSI == nil {
 		return nil, fmt.Errorf("volume %q: PV %s is not a CSI volume: %w (only CSI persistent volumes are)", v.Name, pv.Name, ErrUnsupported)
 	}
-	if pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode != corev1.PersistentVolumeFilesystem {
-		// kubelet's check for a volume in volumeMounts.
-		return nil, fmt.Errorf("volume %s has volumeMode %s, but is specified in volumeMounts", v.Name, *pv.Spec.VolumeMode)
+	mode := corev1.PersistentVolumeFilesystem
+	if pv.Spec.VolumeMode != nil {
+		mode = *pv.Spec.VolumeMode
+	}
+	// kubelet's checks of the volume's mode against its use.
+	if mounts[v.Name] && mode != corev1.PersistentVolumeFilesystem {
+		return nil, fmt.Errorf("volume %s has volumeMode %s, but is specified in volumeMounts", v.Name, mode)
+	}
+	if devices[v.Name] && mode != corev1.PersistentVolumeBlock {
+		return nil, fmt.Errorf("volume %s has volumeMode %s, but is specified in volumeDevices", v.Name, mode)
 	}
 	if !validation.IsDNSSubdomain(pv.Name) {
 		return nil, fmt.Errorf("PV name %q: %w", pv.Name, ErrInvalidName)
@@ -126,6 +135,7 @@ func (m *Manager) resolve(ctx context.Context, pod *corev1.Pod, v corev1.Volume,
 		// csiPlugin.CanAttach: attach unless the CSIDriver exists and
 		// says attachRequired: false.
 		attachable: drv == nil || drv.Spec.AttachRequired == nil || *drv.Spec.AttachRequired,
+		block:      mode == corev1.PersistentVolumeBlock,
 	}, nil
 }
 

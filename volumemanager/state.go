@@ -41,6 +41,7 @@ type actualVolume struct {
 	driver     string
 	handle     string
 	inline     bool
+	block      bool // volumeMode Block: mapped, not mounted (block.go)
 	attachable bool
 	attached   bool
 	// publishContext is the VolumeAttachment's attachmentMetadata.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,6 +56,11 @@ func (m *Manager) MountedVolumes(uid types.UID) ([]stats.MountedVolume, bool) {
 			continue
 		}
 		driver, handle, target := av.driver, av.handle, av.pods[uid].targetPath
+		if av.block {
+			// kubelet's block mapper measures the pod's bind mount of
+			// the device in the global map path.
+			target = filepath.Join(BlockGlobalMapPath(m.rootDir, av.pods[uid].specName), string(uid))
+		}
 		out = append(out, stats.MountedVolume{Name: outer, Metrics: func(ctx context.Context) (stats.VolumeMetrics, error) {
 			if statter == nil {
 				return stats.VolumeMetrics{}, fmt.Errorf("%w: the volume manager's NodeVolumes cannot measure volumes", stats.ErrVolumeMetricsNotSupported)

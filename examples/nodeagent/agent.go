@@ -160,8 +160,9 @@ func Run(ctx context.Context, cfg Config) error {
 	a.host = criconfig.FromHost(criconfig.Node{Name: cfg.NodeName, RootDir: cfg.RootDir, PodLogsDir: cfg.PodLogsDir,
 		ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, CgroupRoot: cfg.CgroupRoot, CgroupDriver: cfg.CgroupDriver,
 		ResolvConf: cfg.ResolvConf, NoResolvConf: cfg.NoResolvConf,
-		// Resource claims are prepared by the DRA manager (dra.go).
-		DynamicResourceAllocation: true})
+		// Resource claims are prepared by the DRA manager (dra.go);
+		// block volumes mapped by the volume manager (its DeviceOptions).
+		DynamicResourceAllocation: true, BlockVolumes: true})
 	v, err := cfg.Runtime.Version(ctx, "v1")
 	if err != nil {
 		return fmt.Errorf("runtime version: %w", err)
@@ -296,7 +297,7 @@ func Run(ctx context.Context, cfg Config) error {
 		podsync.WithNode(a.host), podsync.WithMounter(mounter),
 		podsync.WithRootDir(cfg.RootDir), podsync.WithPodLogsDir(cfg.PodLogsDir),
 		podsync.WithRecorder(recorder), podsync.WithProbes(prober),
-		podsync.WithVolumes(a.volumeProvider()), podsync.WithDevices(podsync.JoinDevices(claims, a.dm)), podsync.WithResourcePreparer(claims),
+		podsync.WithVolumes(a.volumeProvider()), podsync.WithDevices(podsync.JoinDevices(claims, a.dm, a.vm)), podsync.WithResourcePreparer(claims),
 		// Services give every container KUBERNETES_SERVICE_HOST and _PORT
 		// (client-go's in-cluster config) and, with enableServiceLinks, its
 		// namespace's service variables.

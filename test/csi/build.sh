@@ -6,6 +6,7 @@
 #
 #   csi-provisioner  github.com/kubernetes-csi/external-provisioner/v6 v6.4.0
 #   csi-attacher     github.com/kubernetes-csi/external-attacher/v4 v4.13.0
+#   csi-resizer      github.com/kubernetes-csi/external-resizer/v2 v2.3.0
 #   bindcsi          ./bindcsi, the tier's own driver bind.csi.podstart.test
 #                    (directories bind-mounted; records every CSI call)
 #   registrar        ./registrar, the tier's stand-in for node-driver-registrar
@@ -32,14 +33,15 @@ build() { # name package
 }
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(bindcsi registrar csi-attacher csi-provisioner)
+[ ${#targets[@]} -gt 0 ] || targets=(bindcsi registrar csi-attacher csi-provisioner csi-resizer)
 total=$SECONDS
 for t in "${targets[@]}"; do
 	case $t in
 	bindcsi | registrar) build "$t" "./$t" ;;
 	csi-provisioner) build csi-provisioner github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner ;;
 	csi-attacher) build csi-attacher github.com/kubernetes-csi/external-attacher/v4/cmd/csi-attacher ;;
-	*) echo "csi-build: unknown target $t (bindcsi, registrar, csi-provisioner, csi-attacher)" >&2; exit 2 ;;
+	csi-resizer) build csi-resizer github.com/kubernetes-csi/external-resizer/v2/cmd/csi-resizer ;;
+	*) echo "csi-build: unknown target $t (bindcsi, registrar, csi-provisioner, csi-attacher, csi-resizer)" >&2; exit 2 ;;
 	esac
 done
 echo "csi-build: done in $((SECONDS - total))s" >&2

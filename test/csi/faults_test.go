@@ -290,3 +290,54 @@ func TestFaultNodeKilledBetweenStageAndPublish(t *testing.T) {
 	r.Objects = map[string]any{"events": events, "podStatus": podStatus}
 	tr.writeReport("fault-kill", r, false)
 }
+
+// TestFaultDriverSocketGoneMidPublish: the driver's node socket vanishes
+// while it holds the node's NodePublishVolume (every connection closed,
+// the socket file removed), and comes back: the node retries, the pod
+// runs with the staging and the publish mounted once each, and after the
+// pod nothing is left mounted or attached; the calls, events and status
+// are compared with kubelet's.
+func TestFaultDriverSocketGoneMidPublish(t *testing.T) {
+	tr := setup(t)
+	ns := tr.namespace("csi-fault-socket")
+	off := tr.callsOffset()
+	sock := filepath.Join(tr.root, "plugins", tr.driver, "csi.sock")
+	tr.fault("NodePublishVolume", "vanish")
+	tr.claimPod(ns, "db", "data")
+	tr.eventually(3*time.Minute, "the driver's node socket gone under NodePublishVolume", func() (bool, string) {
+		_, vanished := os.Stat(filepath.Join(tr.data, "faults", "NodePublishVolume.vanished"))
+		_, sockErr := os.Stat(sock)
+		return vanished == nil && os.IsNotExist(sockErr), fmt.Sprintf("vanished: %v, socket: %v", vanished, sockErr)
+	})
+	start := time.Now()
+	tr.clearFault("NodePublishVolume")
+	os.Remove(filepath.Join(tr.data, "faults", "NodePublishVolume.vanished"))
+	p := tr.waitPodReady(ns, "db")
+	t.Logf("the pod Ready %v after the socket came back", time.Since(start).Round(time.Second))
+	pv, _ := tr.pvOf(ns, "data")
+	tr.checkMountedOnce(tr.csiMountOf(p, pv))
+	events, podStatus := tr.nodeEvents(ns, "db"), tr.podStatusShape(ns, "db")
+	t.Logf("the node's events: %q; the pod's status: %q", events, podStatus)
+	if err := tr.cs.CoreV1().Pods(ns).Delete(ctx(t), "db", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr.waitPodGone(ns, "db")
+	tr.waitNothingMounted()
+	tr.waitNoAttachments()
+	r := tr.nodeReport(off)
+	for vol, calls := range r.ByVolume {
+		checkLifecycle(t, vol, calls, true)
+	}
+	t.Logf("the node's calls, normalised:\n%s", sequence(r.Calls))
+	// The failures' causes depend on when each retry met the driver
+	// (the call cut, the socket missing): compared without them.
+	var shapes []string
+	for _, e := range events {
+		shape, _, _ := strings.Cut(e, " : ")
+		if !slices.Contains(shapes, shape) {
+			shapes = append(shapes, shape)
+		}
+	}
+	r.Objects = map[string]any{"events": shapes, "podStatus": podStatus}
+	tr.writeReport("fault-socket", r, false)
+}

@@ -3,7 +3,8 @@
 # kube-controller-manager with its attach/detach, PV and ephemeral volume
 # controllers, kube-scheduler, all v1.37.2), a CSI stack as processes
 # (the tier's bind-mount driver bindcsi, external-provisioner v6.4.0,
-# external-attacher v4.13.0, the tier's registrar), and one node on
+# external-attacher v4.13.0, external-resizer v2.3.0, the tier's
+# registrar), and one node on
 # containerd 2.x, then the Go test in this directory. See README.md.
 #
 #   bash test/csi/run.sh                     node: the real kubelet v1.37.2
@@ -83,11 +84,11 @@ stop_pid() {
 
 down() {
 	stop_pid "$DIR/node.pid"
-	for p in csi-provisioner csi-attacher registrar bindcsi; do stop_pid "$DIR/$p.pid"; done
+	for p in csi-provisioner csi-attacher csi-resizer registrar bindcsi; do stop_pid "$DIR/$p.pid"; done
 	stop_pid "$DIR/controlplane.pid"
 	local cri=
 	[ -f "$E2E_DIR/env" ] && cri=$(. "$E2E_DIR/env" && echo "$PODSTART_CRI_ENDPOINT")
-	[ ! -x "$BIN/csinode" ] || "$BIN/csinode" cleanup -cri "$cri" -root "$ROOT" -cgroup-root "$CGROUP_ROOT" || true
+	[ ! -x "$BIN/csinode" ] || "$BIN/csinode" cleanup -cri "$cri" -root "$ROOT" -cgroup-root "$CGROUP_ROOT" -data "$DIR/data" || true
 	e2e_env down
 }
 
@@ -143,6 +144,9 @@ start csi-provisioner "$BIN/csi-provisioner" --csi-address="$CTRL_SOCK" --kubeco
 	--leader-election=false --extra-create-metadata --v=3
 start csi-attacher "$BIN/csi-attacher" --csi-address="$CTRL_SOCK" --kubeconfig="$ADMIN_KUBECONFIG" \
 	--leader-election=false --v=3
+[ -x "$BIN/csi-resizer" ] || { say "$BIN/csi-resizer missing: bash test/csi/build.sh csi-resizer"; exit 1; }
+start csi-resizer "$BIN/csi-resizer" --csi-address="$CTRL_SOCK" --kubeconfig="$ADMIN_KUBECONFIG" \
+	--leader-election=false --v=3
 kubectl apply -f - >/dev/null <<YAML
 apiVersion: storage.k8s.io/v1
 kind: CSIDriver
@@ -159,6 +163,7 @@ metadata:
 provisioner: $DRIVER
 reclaimPolicy: Delete
 volumeBindingMode: WaitForFirstConsumer
+allowVolumeExpansion: true
 YAML
 
 # --- the node

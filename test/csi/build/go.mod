@@ -42,6 +42,7 @@ require (
 	github.com/container-storage-interface/spec v1.13.0
 	github.com/kubernetes-csi/external-attacher/v4 v4.13.0
 	github.com/kubernetes-csi/external-provisioner/v6 v6.4.0
+	github.com/kubernetes-csi/external-resizer/v2 v2.3.0
 	golang.org/x/sys v0.48.0
 	google.golang.org/grpc v1.84.0
 	google.golang.org/protobuf v1.36.12
@@ -138,11 +139,11 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/api v0.37.2 // indirect
 	k8s.io/apimachinery v0.37.2 // indirect
-	k8s.io/apiserver v0.37.0 // indirect
+	k8s.io/apiserver v0.37.1 // indirect
 	k8s.io/client-go v0.37.2 // indirect
 	k8s.io/component-base v0.37.2 // indirect
 	k8s.io/component-helpers v0.36.1 // indirect
-	k8s.io/csi-translation-lib v0.37.0 // indirect
+	k8s.io/csi-translation-lib v0.37.1 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260821135717-be32def86098 // indirect
 	k8s.io/streaming v0.37.2 // indirect

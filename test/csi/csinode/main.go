@@ -19,7 +19,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -41,6 +43,7 @@ func main() {
 	port := fs.Int("port", 10351, "kubelet's API port on 127.0.0.1")
 	cgroupRoot := fs.String("cgroup-root", "", "the node's cgroup root")
 	verbosity := fs.String("v", "2", "kubelet's --v")
+	data := fs.String("data", "", "the driver's data dir (cleanup: its loop devices detached)")
 	fs.Parse(os.Args[2:])
 	var err error
 	switch os.Args[1] {
@@ -50,6 +53,7 @@ func main() {
 		err = kubeletrun.MakeCgroupRoot(*cgroupRoot)
 	case "cleanup":
 		err = cleanup(*cri, *root, *cgroupRoot)
+		err = errors.Join(err, detachLoops(*root, *data))
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -106,6 +110,29 @@ func cleanup(cri, root, cgroupRoot string) error {
 	}
 	if cgroupRoot != "" {
 		errs = append(errs, kubeletrun.RemoveCgroupRoot(ctx, cgroupRoot))
+	}
+	return errors.Join(errs...)
+}
+
+// detachLoops detaches the loop devices whose backing file is under one
+// of dirs (a block volume's, left by a run cut short): the node's map
+// paths first (they hold the driver's devices open), then the driver's.
+func detachLoops(dirs ...string) error {
+	var errs []error
+	for _, dir := range dirs {
+		if dir == "" {
+			continue
+		}
+		devs, _ := filepath.Glob("/sys/block/loop*")
+		for _, d := range devs {
+			b, err := os.ReadFile(filepath.Join(d, "loop", "backing_file"))
+			if err != nil || !strings.HasPrefix(strings.TrimSpace(string(b)), dir+"/") {
+				continue
+			}
+			if out, err := exec.Command("losetup", "-d", "/dev/"+filepath.Base(d)).CombinedOutput(); err != nil {
+				errs = append(errs, fmt.Errorf("losetup -d /dev/%s: %v: %s", filepath.Base(d), err, out))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

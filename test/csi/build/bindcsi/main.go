@@ -22,6 +22,14 @@
 // path on the target), GET_VOLUME_STATS, and ephemeral inline volumes
 // (volume_context csi.storage.k8s.io/ephemeral=true: a directory of their
 // own, published without staging, removed at unpublish).
+//
+// Block volumes (block access type): CreateVolume makes the volume's
+// directory with a sparse file disk.img of the requested size;
+// NodeStageVolume attaches a loop device to it (losetup, reusing one
+// already backed by it) and bind-mounts the device node on the file
+// <staging>/dev; NodePublishVolume bind-mounts that on the target file;
+// NodeUnpublishVolume unmounts and removes the target; NodeUnstageVolume
+// unmounts <staging>/dev, removes it and detaches the loop device.
 package main
 
 import (
@@ -33,6 +41,7 @@ import (
 	"log"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -53,6 +62,10 @@ const (
 	driverName    = "bind.csi.podstart.test"
 	driverVersion = "0.1.0"
 	ephemeralKey  = "csi.storage.k8s.io/ephemeral"
+	diskImage     = "disk.img"
+	// defaultBlockSize is a block volume's size when none is asked.
+	defaultBlockSize = 16 << 20
+	maxBlockSize     = 1 << 30
 )
 
 func main() {
@@ -74,37 +87,59 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	d := &driver{data: *data, nodeID: *nodeID, rec: rec}
-	var servers []*grpc.Server
-	for _, ep := range []struct{ name, path string }{{"controller", *controllerEP}, {"node", *nodeEP}} {
-		if err := os.MkdirAll(filepath.Dir(ep.path), 0o755); err != nil {
-			log.Fatal(err)
-		}
-		os.Remove(ep.path)
-		l, err := net.Listen("unix", ep.path)
-		if err != nil {
-			log.Fatal(err)
-		}
-		s := grpc.NewServer(grpc.UnaryInterceptor(d.record(ep.name)))
-		csi.RegisterIdentityServer(s, d)
-		csi.RegisterControllerServer(s, d)
-		csi.RegisterNodeServer(s, d)
-		servers = append(servers, s)
-		go func() {
-			if err := s.Serve(l); err != nil {
-				log.Printf("bindcsi: %s: %v", ep.name, err)
-			}
-		}()
-		log.Printf("bindcsi: %s serving on %s", ep.name, ep.path)
-	}
+	d := &driver{data: *data, nodeID: *nodeID, rec: rec, vanish: make(chan string, 1)}
+	ctrl := d.serve("controller", *controllerEP)
+	node := d.serve("node", *nodeEP)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	<-sigs
-	for _, s := range servers {
+	for {
+		select {
+		case method := <-d.vanish:
+			// The node socket gone mid-call: every connection closed,
+			// the socket removed, back once the fault file is.
+			node.Stop()
+			os.Remove(*nodeEP)
+			log.Printf("bindcsi: node socket removed (fault on %s)", method)
+			for {
+				if _, err := os.Stat(filepath.Join(d.data, "faults", method)); err != nil {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			node = d.serve("node", *nodeEP)
+			continue
+		case <-sigs:
+		}
+		break
+	}
+	for _, s := range []*grpc.Server{ctrl, node} {
 		s.GracefulStop()
 	}
 	os.Remove(*controllerEP)
 	os.Remove(*nodeEP)
+}
+
+// serve serves the plugin on a unix socket at path, recorded as socket.
+func (d *driver) serve(socket, path string) *grpc.Server {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		log.Fatal(err)
+	}
+	os.Remove(path)
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	s := grpc.NewServer(grpc.UnaryInterceptor(d.record(socket)))
+	csi.RegisterIdentityServer(s, d)
+	csi.RegisterControllerServer(s, d)
+	csi.RegisterNodeServer(s, d)
+	go func() {
+		if err := s.Serve(l); err != nil {
+			log.Printf("bindcsi: %s: %v", socket, err)
+		}
+	}()
+	log.Printf("bindcsi: %s serving on %s", socket, path)
+	return s
 }
 
 type driver struct {
@@ -115,6 +150,7 @@ type driver struct {
 	data, nodeID string
 	mu           sync.Mutex // serialises calls and the record file
 	rec          *os.File
+	vanish       chan string // the node socket is to go (a "vanish" fault)
 }
 
 // call is one line of the record file.
@@ -132,7 +168,9 @@ type call struct {
 func (d *driver) record(socket string) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		if socket == "node" {
-			if err := d.fault(info.FullMethod[strings.LastIndex(info.FullMethod, "/")+1:]); err != nil {
+			if err := d.fault(info.FullMethod[strings.LastIndex(info.FullMethod, "/")+1:]); errors.Is(err, errVanished) {
+				return nil, err
+			} else if err != nil {
 				d.mu.Lock()
 				defer d.mu.Unlock()
 				c := call{Time: time.Now().UTC().Format(time.RFC3339Nano), Socket: socket, Method: info.FullMethod, Request: marshal(req), Error: err.Error()}
@@ -163,7 +201,11 @@ func (d *driver) record(socket string) grpc.UnaryServerInterceptor {
 // Unavailable (the file is removed: once); saying "hang" holds every call
 // of method, after creating <data>/faults/<method>.hanging, until the
 // file is removed, then fails it with Aborted (the caller may be gone:
-// an agent killed mid-call).
+// an agent killed mid-call); saying "vanish" holds the call likewise, and
+// removes the node socket (every connection closed: the caller sees the
+// driver gone mid-call) until the file is removed, after creating
+// <data>/faults/<method>.vanished; the call is not recorded (the driver
+// "died" with it).
 func (d *driver) fault(method string) error {
 	path := filepath.Join(d.data, "faults", method)
 	b, err := os.ReadFile(path)
@@ -174,6 +216,18 @@ func (d *driver) fault(method string) error {
 	case "fail":
 		os.Remove(path)
 		return status.Error(codes.Unavailable, "injected fault")
+	case "vanish":
+		select {
+		case d.vanish <- method:
+		default:
+		}
+		os.WriteFile(path+".vanished", nil, 0o644)
+		for {
+			if _, err := os.Stat(path); err != nil {
+				return errVanished
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	case "hang":
 		os.WriteFile(path+".hanging", nil, 0o644)
 		t := time.NewTicker(100 * time.Millisecond)
@@ -187,6 +241,10 @@ func (d *driver) fault(method string) error {
 	}
 	return nil
 }
+
+// errVanished ends a call held by a "vanish" fault: its connection is
+// gone, and so is its record.
+var errVanished = errors.New("the node socket vanished under this call")
 
 func marshal(v any) json.RawMessage {
 	m, ok := v.(proto.Message)
@@ -207,8 +265,10 @@ func (d *driver) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi
 }
 
 func (d *driver) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
-	return &csi.GetPluginCapabilitiesResponse{Capabilities: []*csi.PluginCapability{{Type: &csi.PluginCapability_Service_{
-		Service: &csi.PluginCapability_Service{Type: csi.PluginCapability_Service_CONTROLLER_SERVICE}}}}}, nil
+	return &csi.GetPluginCapabilitiesResponse{Capabilities: []*csi.PluginCapability{
+		{Type: &csi.PluginCapability_Service_{Service: &csi.PluginCapability_Service{Type: csi.PluginCapability_Service_CONTROLLER_SERVICE}}},
+		{Type: &csi.PluginCapability_VolumeExpansion_{VolumeExpansion: &csi.PluginCapability_VolumeExpansion{Type: csi.PluginCapability_VolumeExpansion_ONLINE}}},
+	}}, nil
 }
 
 func (d *driver) Probe(context.Context, *csi.ProbeRequest) (*csi.ProbeResponse, error) {
@@ -239,6 +299,28 @@ func (d *driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 	}
 	if err := os.MkdirAll(d.volumeDir(id), 0o777); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
+	}
+	if isBlock(req.GetVolumeCapabilities()) {
+		size := req.GetCapacityRange().GetRequiredBytes()
+		if size <= 0 {
+			size = defaultBlockSize
+		}
+		if size > maxBlockSize {
+			return nil, status.Errorf(codes.OutOfRange, "block volume of %d bytes: at most %d", size, maxBlockSize)
+		}
+		img := filepath.Join(d.volumeDir(id), diskImage)
+		if _, err := os.Stat(img); errors.Is(err, os.ErrNotExist) {
+			f, err := os.OpenFile(img, os.O_CREATE|os.O_WRONLY, 0o600)
+			if err != nil {
+				return nil, status.Error(codes.Internal, err.Error())
+			}
+			err = f.Truncate(size)
+			f.Close()
+			if err != nil {
+				return nil, status.Error(codes.Internal, err.Error())
+			}
+		}
+		return &csi.CreateVolumeResponse{Volume: &csi.Volume{VolumeId: id, CapacityBytes: size}}, nil
 	}
 	// World-writable, as a fresh filesystem of a real driver would be
 	// made writable by the pod's fsGroup; the tier's pods run as root.
@@ -297,24 +379,57 @@ func (d *driver) ControllerGetCapabilities(context.Context, *csi.ControllerGetCa
 	for _, t := range []csi.ControllerServiceCapability_RPC_Type{
 		csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME,
 		csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME,
+		csi.ControllerServiceCapability_RPC_EXPAND_VOLUME,
 	} {
 		caps = append(caps, &csi.ControllerServiceCapability{Type: &csi.ControllerServiceCapability_Rpc{Rpc: &csi.ControllerServiceCapability_RPC{Type: t}}})
 	}
 	return &csi.ControllerGetCapabilitiesResponse{Capabilities: caps}, nil
 }
 
-// checkCaps accepts filesystem volumes only: a directory cannot be a
-// block device.
+// ControllerExpandVolume grows a block volume's image (a directory needs
+// nothing) and asks for the node's expansion.
+func (d *driver) ControllerExpandVolume(_ context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
+	id, err := volumeID(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(d.volumeDir(id)); err != nil {
+		return nil, status.Errorf(codes.NotFound, "volume %s: %v", id, err)
+	}
+	size := req.GetCapacityRange().GetRequiredBytes()
+	if size <= 0 || size > maxBlockSize {
+		return nil, status.Errorf(codes.OutOfRange, "size %d: must be 1 to %d bytes", size, maxBlockSize)
+	}
+	img := filepath.Join(d.volumeDir(id), diskImage)
+	if st, err := os.Stat(img); err == nil && st.Size() < size {
+		if err := os.Truncate(img, size); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+	}
+	return &csi.ControllerExpandVolumeResponse{CapacityBytes: size, NodeExpansionRequired: true}, nil
+}
+
+// checkCaps accepts filesystem or block volumes, not both at once.
 func checkCaps(caps []*csi.VolumeCapability) error {
 	if len(caps) == 0 {
 		return status.Error(codes.InvalidArgument, "no volume capabilities")
 	}
+	block := 0
 	for _, c := range caps {
 		if c.GetBlock() != nil {
-			return status.Error(codes.InvalidArgument, "block volumes are not supported by this driver")
+			block++
+		} else if c.GetMount() == nil {
+			return status.Error(codes.InvalidArgument, "a capability with neither mount nor block access")
 		}
 	}
+	if block != 0 && block != len(caps) {
+		return status.Error(codes.InvalidArgument, "block and filesystem access at once")
+	}
 	return nil
+}
+
+func isBlock(caps []*csi.VolumeCapability) bool {
+	return len(caps) > 0 && caps[0].GetBlock() != nil
 }
 
 // --- node
@@ -328,6 +443,7 @@ func (d *driver) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRe
 	for _, t := range []csi.NodeServiceCapability_RPC_Type{
 		csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME,
 		csi.NodeServiceCapability_RPC_GET_VOLUME_STATS,
+		csi.NodeServiceCapability_RPC_EXPAND_VOLUME,
 	} {
 		caps = append(caps, &csi.NodeServiceCapability{Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{Type: t}}})
 	}
@@ -349,15 +465,90 @@ func (d *driver) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequ
 	if _, err := os.Stat(d.volumeDir(id)); err != nil {
 		return nil, status.Errorf(codes.NotFound, "volume %s: %v", id, err)
 	}
+	if req.GetVolumeCapability().GetBlock() != nil {
+		return &csi.NodeStageVolumeResponse{}, d.stageBlock(id, target)
+	}
 	if err := bindMount(d.volumeDir(id), target, false); err != nil {
 		return nil, err
 	}
 	return &csi.NodeStageVolumeResponse{}, nil
 }
 
+// stageBlock attaches a loop device to the volume's image and bind-mounts
+// it on <staging>/dev.
+func (d *driver) stageBlock(id, staging string) error {
+	img := filepath.Join(d.volumeDir(id), diskImage)
+	if _, err := os.Stat(img); err != nil {
+		return status.Errorf(codes.NotFound, "volume %s is not a block volume: %v", id, err)
+	}
+	if err := os.MkdirAll(staging, 0o750); err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	dev := filepath.Join(staging, "dev")
+	if ok, _ := isMountPoint(dev); ok {
+		return nil
+	}
+	loop, err := loopOf(img)
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	if loop == "" {
+		out, err := exec.Command("losetup", "-f", "--show", img).CombinedOutput()
+		if err != nil {
+			return status.Errorf(codes.Internal, "losetup -f --show %s: %v: %s", img, err, strings.TrimSpace(string(out)))
+		}
+		loop = strings.TrimSpace(string(out))
+	}
+	return bindMountFile(loop, dev, false)
+}
+
+// unstageBlock undoes stageBlock.
+func (d *driver) unstageBlock(id, staging string) error {
+	dev := filepath.Join(staging, "dev")
+	if err := unmount(dev, true); err != nil {
+		return err
+	}
+	img := filepath.Join(d.volumeDir(id), diskImage)
+	loop, err := loopOf(img)
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	if loop != "" {
+		if out, err := exec.Command("losetup", "-d", loop).CombinedOutput(); err != nil {
+			return status.Errorf(codes.Internal, "losetup -d %s: %v: %s", loop, err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
+}
+
+// loopOf is the loop device backed by img ("" when none).
+func loopOf(img string) (string, error) {
+	devs, err := filepath.Glob("/sys/block/loop*")
+	if err != nil {
+		return "", err
+	}
+	for _, dev := range devs {
+		b, err := os.ReadFile(filepath.Join(dev, "loop", "backing_file"))
+		if err != nil {
+			continue
+		}
+		if strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(string(b)), "(deleted)")) == img {
+			return "/dev/" + filepath.Base(dev), nil
+		}
+	}
+	return "", nil
+}
+
 func (d *driver) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
-	if _, err := volumeID(req.GetVolumeId()); err != nil {
+	id, err := volumeID(req.GetVolumeId())
+	if err != nil {
 		return nil, err
+	}
+	if !filepath.IsAbs(req.GetStagingTargetPath()) {
+		return nil, status.Errorf(codes.InvalidArgument, "staging target path %q is not absolute", req.GetStagingTargetPath())
+	}
+	if _, err := os.Lstat(filepath.Join(req.GetStagingTargetPath(), "dev")); err == nil {
+		return &csi.NodeUnstageVolumeResponse{}, d.unstageBlock(id, req.GetStagingTargetPath())
 	}
 	if err := unmount(req.GetStagingTargetPath(), false); err != nil {
 		return nil, err
@@ -376,6 +567,16 @@ func (d *driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 	}
 	if err := checkCaps([]*csi.VolumeCapability{req.GetVolumeCapability()}); err != nil {
 		return nil, err
+	}
+	if req.GetVolumeCapability().GetBlock() != nil {
+		dev := filepath.Join(req.GetStagingTargetPath(), "dev")
+		if ok, err := isMountPoint(dev); err != nil || !ok {
+			return nil, status.Errorf(codes.FailedPrecondition, "block volume %s is not staged at %s (%v)", id, dev, err)
+		}
+		if err := bindMountFile(dev, target, req.GetReadonly()); err != nil {
+			return nil, err
+		}
+		return &csi.NodePublishVolumeResponse{}, nil
 	}
 	var source string
 	if req.GetVolumeContext()[ephemeralKey] == "true" {
@@ -414,6 +615,26 @@ func (d *driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVo
 	return &csi.NodeUnpublishVolumeResponse{}, nil
 }
 
+// NodeExpandVolume answers the size asked for (a directory has no size;
+// a block volume's loop device is told its image grew).
+func (d *driver) NodeExpandVolume(_ context.Context, req *csi.NodeExpandVolumeRequest) (*csi.NodeExpandVolumeResponse, error) {
+	id, err := volumeID(req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	if p := req.GetVolumePath(); !filepath.IsAbs(p) {
+		return nil, status.Errorf(codes.InvalidArgument, "volume path %q is not absolute", p)
+	} else if _, err := os.Stat(p); err != nil {
+		return nil, status.Errorf(codes.NotFound, "volume path %s: %v", p, err)
+	}
+	if loop, err := loopOf(filepath.Join(d.volumeDir(id), diskImage)); err == nil && loop != "" {
+		if out, err := exec.Command("losetup", "-c", loop).CombinedOutput(); err != nil {
+			return nil, status.Errorf(codes.Internal, "losetup -c %s: %v: %s", loop, err, strings.TrimSpace(string(out)))
+		}
+	}
+	return &csi.NodeExpandVolumeResponse{CapacityBytes: req.GetCapacityRange().GetRequiredBytes()}, nil
+}
+
 func (d *driver) NodeGetVolumeStats(_ context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(req.GetVolumePath(), &st); err != nil {
@@ -438,6 +659,30 @@ func bindMount(source, target string, readonly bool) error {
 	} else if ok {
 		return nil
 	}
+	if err := unix.Mount(source, target, "", unix.MS_BIND, ""); err != nil {
+		return status.Errorf(codes.Internal, "bind mount %s on %s: %v", source, target, err)
+	}
+	if readonly {
+		if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+			unix.Unmount(target, 0)
+			return status.Errorf(codes.Internal, "remount %s read-only: %v", target, err)
+		}
+	}
+	return nil
+}
+
+// bindMountFile bind-mounts the device node source on the file target
+// (made if missing), read-only if asked; a target already mounted is left
+// as it is.
+func bindMountFile(source, target string, readonly bool) error {
+	if ok, err := isMountPoint(target); err == nil && ok {
+		return nil
+	}
+	f, err := os.OpenFile(target, os.O_CREATE|os.O_RDWR, 0o640)
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	f.Close()
 	if err := unix.Mount(source, target, "", unix.MS_BIND, ""); err != nil {
 		return status.Errorf(codes.Internal, "bind mount %s on %s: %v", source, target, err)
 	}
