@@ -50,8 +50,12 @@
 //   - kubelet's periodic resync (1 min) syncs, with the status of the
 //     latest relist, every pod whose last sync left something a resync
 //     could still do: it failed, did work, is being killed, has an active
-//     deadline, has an in-place resize that could not be done, or has a
-//     volume that could not be set up again (podsync.Result.RemountError).
+//     deadline, has an in-place resize that could not be done, has a
+//     volume that could not be set up again (podsync.Result.RemountError),
+//     or, with a volume manager (WithVolumeManager), has a volume through
+//     a claim: the resync hands it to the volume manager again, as
+//     kubelet's ReprocessPod, which finds a claim's new size (an online
+//     expansion).
 //     A pod whose last sync succeeded with nothing to do is not resynced
 //     (see below);
 //   - its volumes' content changes: a running pod's Secret, ConfigMap,

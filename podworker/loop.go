@@ -175,6 +175,12 @@ func (w *Workers) steady(p *worker) bool {
 	if st.Result.RemountError != nil || w.o.periodicRemount && hasRemountVolume(st.Pod) {
 		return false // volumes to set up again (refresh.go)
 	}
+	if w.o.volumes != nil && hasClaimVolume(st.Pod) {
+		// Kubelet's resync hands the pod to its volume manager again
+		// (ReprocessPod): that is where a claim's new size is found and
+		// the volume expanded on the node.
+		return false
+	}
 	return w.reasons.ResizeFor(p.uid) == nil
 }
 

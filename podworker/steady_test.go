@@ -16,6 +16,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/podstart/podstart/images"
+	"github.com/podstart/podstart/mounts"
 	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/podworker"
 	"github.com/podstart/podstart/runtime/fake"
@@ -332,4 +333,60 @@ func TestIdlePodHoldsNoGoroutine(t *testing.T) {
 		}
 		c.step(time.Second)
 	}
+}
+
+// A pod with a claim keeps kubelet's periodic resync when a volume manager
+// is wired: each resync hands it to the volume manager again, where a
+// claim's new size is found (an online expansion); a pod without one is
+// not resynced.
+func TestClaimPodKeepsResync(t *testing.T) {
+	vols := &fakeVolumes{mounted: map[types.UID]bool{}}
+	dir := t.TempDir()
+	c := newClockedWith(t, func(*testingclock.FakeClock) []podsync.Option {
+		return []podsync.Option{podsync.WithVolumes(claimVolumes{dir})}
+	}, podworker.WithVolumeManager(vols))
+	claimed := testPod("claimed")
+	claimed.Spec.Volumes = append(claimed.Spec.Volumes, corev1.Volume{Name: "data",
+		VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}})
+	plain := testPod("plain")
+	for _, p := range []*corev1.Pod{claimed, plain} {
+		if err := c.workers.Upsert(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.runUntil("running", claimed.UID, running)
+	c.runUntil("running", plain.UID, running)
+	c.step(time.Minute)
+	adds := func(name string) int {
+		calls, _ := vols.snapshot()
+		n := 0
+		for _, call := range calls {
+			if call == "add "+name {
+				n++
+			}
+		}
+		return n
+	}
+	c0, p0 := adds("claimed"), adds("plain")
+	c.step(3 * podworker.DefaultResyncPeriod)
+	if got := adds("claimed") - c0; got != 3 {
+		t.Errorf("the pod with a claim was handed to the volume manager %d times in three resync periods, want 3", got)
+	}
+	if got := adds("plain") - p0; got != 0 {
+		t.Errorf("the pod without a claim was handed to the volume manager %d times in three resync periods, want 0", got)
+	}
+}
+
+// claimVolumes provides the "data" claim's volume as a directory, and no
+// other volume (the test pods have none else).
+type claimVolumes struct{ dir string }
+
+func (v claimVolumes) Volumes(_ context.Context, pod *corev1.Pod) (mounts.VolumeMap, error) {
+	m := mounts.VolumeMap{}
+	for _, vol := range pod.Spec.Volumes {
+		if vol.PersistentVolumeClaim != nil {
+			m[vol.Name] = mounts.Volume{HostPath: v.dir}
+		}
+	}
+	return m, nil
 }

@@ -54,3 +54,14 @@ func (w *Workers) unmountVolumes(ctx context.Context, pod *corev1.Pod) error {
 	w.o.volumes.RemovePod(pod.UID)
 	return w.o.volumes.WaitForUnmount(ctx, pod)
 }
+
+// hasClaimVolume reports whether the pod has a volume through a
+// PersistentVolumeClaim (its own or a generic ephemeral volume's).
+func hasClaimVolume(pod *corev1.Pod) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			return true
+		}
+	}
+	return false
+}
