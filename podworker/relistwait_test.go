@@ -87,4 +87,3 @@ func TestPodStartReadsNoStatusOfItsOwn(t *testing.T) {
 		}
 	}
 }
-
