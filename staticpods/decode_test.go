@@ -177,7 +177,7 @@ metadata:
 spec:
   resources:
     limits:
-      cpu: "0.0001"
+      cpu: "0.5001"
   containers:
   - name: c
     image: nginx:1.27
@@ -194,8 +194,8 @@ spec:
 	if res == nil || res.Requests != nil {
 		t.Fatalf("pod-level resources %+v: requests defaulted", res)
 	}
-	if got := res.Limits[corev1.ResourceCPU]; got.String() != "1m" {
-		t.Errorf("pod-level cpu limit %s, want 1m (rounded up)", got.String())
+	if got := res.Limits[corev1.ResourceCPU]; got.String() != "501m" {
+		t.Errorf("pod-level cpu limit %s, want 501m (rounded up)", got.String())
 	}
 }
 
