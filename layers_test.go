@@ -134,7 +134,9 @@ var rules = map[string]rule{
 	// validation and defaults (which it applies as kubelet's sources do) and
 	// below podworker's users (agents feed its Updates to podworker). It
 	// imports no podworker: a source only produces pods.
-	"staticpods": {module: []string{"defaults", "validation"}, forbid: append([]string{grpc, "k8s.io/cri-api"}, heavyDeps...)},
+	"staticpods": {module: []string{"defaults", "validation", "staticpods/internal/core"}, forbid: append([]string{grpc, "k8s.io/cri-api"}, heavyDeps...)},
+	// staticpods/internal/core: kubelet's internal pod type, for the UID hash.
+	"staticpods/internal/core": {forbid: append([]string{grpc, "k8s.io/cri-api"}, heavyDeps...)},
 }
 
 type pkg struct {

@@ -1,16 +1,14 @@
 package staticpods
 
 import (
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsjson "sigs.k8s.io/json"
 
@@ -176,8 +174,8 @@ func finish(pod *corev1.Pod, o Origin) error {
 	if pod.Name == "" {
 		return invalid(ErrInvalidManifest, "invalid pod: name is needed for the pod")
 	}
-	defaults.Pod(pod)
-	// The API's conversion keeps the deprecated serviceAccount in step.
+	apiDefaults(pod)
+	// The API's defaults keep the deprecated serviceAccount in step.
 	if pod.Spec.ServiceAccountName == "" {
 		pod.Spec.ServiceAccountName = pod.Spec.DeprecatedServiceAccount
 	}
@@ -185,7 +183,7 @@ func finish(pod *corev1.Pod, o Origin) error {
 	if err := applyDefaults(pod, o); err != nil {
 		return err
 	}
-	if errs := validation.Pod(pod); len(errs) > 0 {
+	if errs := append(validation.Pod(pod), createOnly(pod)...); len(errs) > 0 {
 		return invalid(ErrInvalidManifest, "invalid pod: %v", errs)
 	}
 	if resource := apiReference(pod); resource != "" {
@@ -194,33 +192,50 @@ func finish(pod *corev1.Pod, o Origin) error {
 	return nil
 }
 
+// apiDefaults is the defaulting of kubelet's decoder (legacyscheme's
+// universal decoder: the v1 defaults). defaults.Pod also applies the pod
+// registry's pod-level resources defaulting (PrepareForCreate, since
+// v1.37's PodLevelResourcesFixDefaulting), which a static pod never goes
+// through: kubelet keeps spec.resources as the manifest has it, with its
+// quantities rounded up to milli-units, and hashes it so.
+func apiDefaults(pod *corev1.Pod) {
+	podLevel := pod.Spec.Resources.DeepCopy()
+	defaults.Pod(pod)
+	pod.Spec.Resources = podLevel
+	if podLevel != nil {
+		roundUpMilli(podLevel.Limits)
+		roundUpMilli(podLevel.Requests)
+	}
+}
+
+// roundUpMilli is the v1 defaults' SetDefaults_ResourceList.
+func roundUpMilli(list corev1.ResourceList) {
+	for name, q := range list {
+		q.RoundUp(resource.Milli)
+		list[name] = q
+	}
+}
+
+// createOnly is what kubelet's ValidatePodCreate checks beyond
+// validation.Pod, which validates pods the API server already admitted: no
+// ephemeral containers, and no scheduling gates on a pod bound to a node
+// (a static pod always is).
+func createOnly(pod *corev1.Pod) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	if len(pod.Spec.EphemeralContainers) > 0 {
+		errs = append(errs, field.Forbidden(spec.Child("ephemeralContainers"), "cannot be set on create"))
+	}
+	if pod.Spec.NodeName != "" && len(pod.Spec.SchedulingGates) != 0 {
+		errs = append(errs, field.Forbidden(spec.Child("nodeName"), "cannot be set until all schedulingGates have been cleared"))
+	}
+	return errs
+}
+
 // PodName is kubelet's generatePodName: the manifest's name, "-", the node
 // name lowercased.
 func PodName(name, nodeName string) string {
 	return name + "-" + strings.ToLower(nodeName)
-}
-
-// Hash is the UID podstart gives a static pod whose manifest sets none: the
-// hex FNV-128a of the defaulted pod's JSON encoding, then "host:<node>" and
-// "file:<path>" for a file, or "url:<url>" for the HTTP source, as kubelet
-// orders them. Kubelet hashes a dump of its internal pod type instead, so
-// the value differs from kubelet's (see "Differences from kubelet"); it
-// changes exactly when the manifest's content (after defaults), the node
-// name or the location changes.
-func Hash(pod *corev1.Pod, o Origin) (types.UID, error) {
-	data, err := json.Marshal(pod)
-	if err != nil {
-		return "", invalid(ErrInvalidManifest, "hash pod: %v", err)
-	}
-	h := fnv.New128a()
-	h.Write(data)
-	if o.isFile() {
-		fmt.Fprintf(h, "host:%s", o.NodeName)
-		fmt.Fprintf(h, "file:%s", o.Location)
-	} else {
-		fmt.Fprintf(h, "url:%s", o.Location)
-	}
-	return types.UID(hex.EncodeToString(h.Sum(nil))), nil
 }
 
 // applyDefaults is kubelet's applyDefaults (pkg/kubelet/config/common.go).

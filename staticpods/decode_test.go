@@ -165,3 +165,49 @@ func TestDecodePodList(t *testing.T) {
 		t.Errorf("one bad item: parsed %v, %v", parsed, err)
 	}
 }
+
+// Kubelet's decoder applies the v1 defaults only: a static pod's
+// spec.resources gets no pod-level requests from its containers' (the pod
+// registry's defaulting), only its quantities rounded up to milli-units.
+func TestDecodePodKeepsPodLevelResources(t *testing.T) {
+	manifest := `apiVersion: v1
+kind: Pod
+metadata:
+  name: pl
+spec:
+  resources:
+    limits:
+      cpu: "0.5001"
+  containers:
+  - name: c
+    image: nginx:1.27
+    resources:
+      requests:
+        cpu: 100m
+        memory: 1Mi
+`
+	pod, _, err := DecodePod([]byte(manifest), fileOrigin("n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := pod.Spec.Resources
+	if res == nil || res.Requests != nil {
+		t.Fatalf("pod-level resources %+v: requests defaulted", res)
+	}
+	if got := res.Limits[corev1.ResourceCPU]; got.String() != "501m" {
+		t.Errorf("pod-level cpu limit %s, want 501m (rounded up)", got.String())
+	}
+}
+
+// ValidatePodCreate's own checks, which kubelet applies to static pods.
+func TestDecodePodRefusesCreateOnlyFields(t *testing.T) {
+	for name, extra := range map[string]string{
+		"spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared": "  schedulingGates:\n  - name: example.com/g\n",
+		"spec.ephemeralContainers: Forbidden: cannot be set on create":                        "  ephemeralContainers:\n  - name: e\n    image: busybox\n",
+	} {
+		_, parsed, err := DecodePod([]byte(webPod+extra), fileOrigin("n"))
+		if !parsed || !errors.Is(err, ErrInvalidManifest) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: parsed %v, %v", name, parsed, err)
+		}
+	}
+}

@@ -11,13 +11,16 @@
 // watched with inotify and read again every DefaultFileCheckFrequency. A
 // URLSource polls kubelet's staticPodURL (with headers) every
 // DefaultHTTPCheckFrequency; its body is a Pod or a PodList. Each pod is
-// decoded and defaulted as kubelet's applyDefaults (DecodePod): the API
-// server's defaults; the UID from the manifest's hash (Hash) unless it
-// sets one; the name suffixed "-<node name, lowercased>"; namespace
-// "default" if empty; spec.nodeName; the kubernetes.io/config.hash
+// decoded and defaulted as kubelet's applyDefaults (DecodePod): the v1
+// API defaults kubelet's decoder applies (not the pod registry's pod-level
+// resources defaulting, which a static pod never goes through); the UID
+// from the manifest's hash, equal to kubelet's (Hash), unless it sets one;
+// the name suffixed "-<node name, lowercased>"; namespace "default" if
+// empty; spec.nodeName; the kubernetes.io/config.hash
 // annotation; for files a NoExecute toleration with operator Exists; then
-// the API server's validation and kubelet's refusal of pods that refer to
-// API objects. Both sources send Updates (OpAdd, OpUpdate, OpRemove, as
+// the API server's create validation (scheduling gates and ephemeral
+// containers refused) and kubelet's refusal of pods that refer to API
+// objects. Both sources send Updates (OpAdd, OpUpdate, OpRemove, as
 // kubelet's config merge: a changed manifest is a new UID, so the old pod
 // is removed and the new one added), with the kubernetes.io/config.source
 // and config.seen annotations set. Refused manifests are reported by name
@@ -47,14 +50,6 @@
 //
 // # Differences from kubelet
 //
-//   - The UID (and config.hash) is not kubelet's value: kubelet hashes a
-//     dump (go-spew) of its internal API type, which exists only in
-//     k8s.io/kubernetes; here it is the FNV-128a of the defaulted v1 pod's
-//     JSON encoding followed by kubelet's "host:…file:…" or "url:…"
-//     suffix, hex like kubelet's. It changes exactly when kubelet's does
-//     for manifests (content, node name, location). A podstart node taking
-//     over from kubelet therefore sees kubelet's static pods as others'
-//     (new UIDs) and replaces their mirrors once.
 //   - A manifest directory that cannot be listed (permissions) keeps its
 //     pods and is reported; kubelet's glob reads it as empty and removes
 //     them.
