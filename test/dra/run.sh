@@ -116,7 +116,7 @@ case " $nodes " in *" kubelet "*) [ -x "$BIN/kubelet" ] || { say "missing $BIN/k
 tb=$SECONDS
 if [ ! -x "$BIN/dra-test-driver" ]; then
 	say "building the DRA test driver"
-	(cd "$here/build" && GOFLAGS=-buildvcs=false $NICE go build -trimpath -o "$BIN/dra-test-driver.new" k8s.io/kubernetes/test/e2e/dra/test-driver)
+	(cd "$here/build" && GOFLAGS=-buildvcs=false $NICE go build -o "$BIN/dra-test-driver.new" k8s.io/kubernetes/test/e2e/dra/test-driver)
 	mv "$BIN/dra-test-driver.new" "$BIN/dra-test-driver"
 fi
 (cd "$repo" && GOFLAGS=-buildvcs=false $NICE go build -o "$BIN/controlplane" ./test/conformance/controlplane &&
@@ -179,8 +179,10 @@ for kind in $nodes; do
 	for _ in $(seq 180); do ready && break; running "$DIR/node.pid" || break; sleep 1; done
 	ready || { say "$kind node $NODE not Ready in 3 minutes"; tail -30 "$DIR/node.log" >&2; exit 1; }
 	cp "$DIR/node.log" "$DIR/node-$kind.log" 2>/dev/null || true
-	# The driver, as its README runs it out of cluster: -v=6 logs every
-	# gRPC request and response (kubeletplugin's default GRPCVerbosity).
+	# The driver, as its README runs it out of cluster (which makes its
+	# socket directory first): -v=6 logs every gRPC request and response
+	# (kubeletplugin's default GRPCVerbosity).
+	mkdir -p "$ROOT/plugins/$DRIVER" "$ROOT/plugins_registry"
 	start driver "$BIN/dra-test-driver" -v=6 --kubeconfig="$ADMIN_KUBECONFIG" kubelet-plugin \
 		--node-name="$NODE" --plugin-registration-path="$ROOT/plugins_registry" \
 		--datadir="$ROOT/plugins" --cdi-dir="$CDI_DIR"

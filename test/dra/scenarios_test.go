@@ -94,15 +94,18 @@ func (tr *tier) run(t *testing.T, pod *corev1.Pod, fromTemplate bool) (*scenario
 
 	// The claim: the generated one is named in resourceClaimStatuses (by
 	// the resource claim controller); a direct one is not listed.
-	claimName := *pod.Spec.ResourceClaims[0].ResourceClaimName
+	var claimName string
 	if fromTemplate {
 		if len(p.Status.ResourceClaimStatuses) != 1 || p.Status.ResourceClaimStatuses[0].Name != podClaim ||
 			p.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
 			t.Fatalf("status.resourceClaimStatuses %+v", p.Status.ResourceClaimStatuses)
 		}
 		claimName = *p.Status.ResourceClaimStatuses[0].ResourceClaimName
-	} else if len(p.Status.ResourceClaimStatuses) != 0 {
-		t.Fatalf("status.resourceClaimStatuses %+v for a pod without templates", p.Status.ResourceClaimStatuses)
+	} else {
+		if len(p.Status.ResourceClaimStatuses) != 0 {
+			t.Fatalf("status.resourceClaimStatuses %+v for a pod without templates", p.Status.ResourceClaimStatuses)
+		}
+		claimName = *pod.Spec.ResourceClaims[0].ResourceClaimName
 	}
 	claim, err := tr.cs.ResourceV1().ResourceClaims(tr.ns).Get(ctx, claimName, metav1.GetOptions{})
 	if err != nil {
