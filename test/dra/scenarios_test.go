@@ -135,7 +135,7 @@ func (tr *tier) run(t *testing.T, pod *corev1.Pod, fromTemplate bool) (*scenario
 	if !slices.Equal(env, wantEnv) {
 		t.Errorf("CDI env in the OCI spec: %q, want %q", env, wantEnv)
 	}
-	printed := tr.logs(t, p.Name)
+	printed := tr.logs(t, p)
 	if !slices.Equal(printed, wantEnv) {
 		t.Errorf("the container printed %q, want %q", printed, wantEnv)
 	}
@@ -147,7 +147,9 @@ func (tr *tier) run(t *testing.T, pod *corev1.Pod, fromTemplate bool) (*scenario
 	if len(prep) == 0 || prep[0].Failed {
 		t.Fatalf("NodePrepareResources for the claim: %+v", prep)
 	}
-	mask := strings.NewReplacer(uid, "<claim-uid>", string(p.UID), "<pod-uid>", claimName, maskClaimName(claimName, fromTemplate))
+	masked := maskClaimName(claimName, fromTemplate)
+	mask := strings.NewReplacer(uid, "<claim-uid>", string(p.UID), "<pod-uid>", claimName, masked,
+		notAlnum.ReplaceAllString(claimName, "_"), notAlnum.ReplaceAllString(strings.TrimSuffix(masked, "<suffix>"), "_")+"<suffix>")
 	r := &scenarioReport{CDIDevices: maskAll(mask, cdi), RuntimeEnv: maskAll(mask, env), ContainerEnv: maskAll(mask, printed)}
 	for _, c := range prep {
 		r.Prepare, r.PrepareResponses = append(r.Prepare, mask.Replace(c.Request)), append(r.PrepareResponses, mask.Replace(c.Response))

@@ -171,17 +171,34 @@ func (tr *tier) waitReady(t *testing.T, name string) *corev1.Pod {
 }
 
 // logs waits for the container's output to end with "done" and returns
-// its lines before it, read through the API server (the node API's
-// containerLogs).
-func (tr *tier) logs(t *testing.T, name string) []string {
+// its lines before it, read from its CRI log file (the runtime's
+// LogPath, the same on both nodes; kubelet here serves its API on
+// loopback only, so the API server cannot reach its containerLogs).
+func (tr *tier) logs(t *testing.T, pod *corev1.Pod) []string {
 	t.Helper()
+	ctx := context.Background()
+	cs, err := tr.rt.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{
+		"io.kubernetes.pod.uid": string(pod.UID), "io.kubernetes.container.name": "c"}})
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("the pod's container through CRI: %d, %v", len(cs), err)
+	}
+	st, err := tr.rt.ContainerStatus(ctx, cs[0].Id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var lines []string
-	tr.poll(t, time.Minute, "pod "+name+"'s log", func() (bool, error) {
-		raw, err := tr.cs.CoreV1().Pods(tr.ns).GetLogs(name, &corev1.PodLogOptions{Container: "c"}).DoRaw(context.Background())
+	tr.poll(t, time.Minute, "pod "+pod.Name+"'s log "+st.Status.LogPath, func() (bool, error) {
+		raw, err := os.ReadFile(st.Status.LogPath)
 		if err != nil {
-			return false, nil // the node API may not serve it yet
+			return false, nil // not written yet
 		}
-		lines = strings.Split(strings.TrimSpace(string(raw)), "\n")
+		lines = nil
+		for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+			// CRI log format: <time> <stream> <P|F> <text>
+			if f := strings.SplitN(l, " ", 4); len(f) == 4 {
+				lines = append(lines, f[3])
+			}
+		}
 		if len(lines) > 0 && lines[len(lines)-1] == "done" {
 			lines = lines[:len(lines)-1]
 			return true, nil
