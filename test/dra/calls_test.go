@@ -10,7 +10,7 @@ import (
 // call is one gRPC request the driver served, from its log at -v=6
 // (kubeletplugin's interceptor logs "handling request" with the request,
 // then "handling request succeeded" with the response, under one
-// requestID).
+// requestID; a stream, "handling stream", has neither).
 type call struct {
 	ID       string
 	Method   string // the last element of the full method name
@@ -39,7 +39,7 @@ func parseCalls(path string) ([]call, error) {
 			msg = "ok"
 		case strings.Contains(line, `] "handling request failed"`):
 			msg = "failed"
-		case strings.Contains(line, `] "handling request"`):
+		case strings.Contains(line, `] "handling request"`), strings.Contains(line, `] "handling stream"`):
 			msg = "request"
 		default:
 			continue
