@@ -245,6 +245,10 @@ func maskValue(key string, v any) any {
 		if volatile[key] && x != "" {
 			return "<" + key + ">"
 		}
+		// The service account token volume's name has a random suffix.
+		if key == "name" && strings.HasPrefix(x, "kube-api-access-") {
+			return "kube-api-access-<suffix>"
+		}
 	}
 	return v
 }
