@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -138,6 +139,14 @@ func (tr *tier) run(t *testing.T, pod *corev1.Pod, fromTemplate bool) (*scenario
 	printed := tr.logs(t, p)
 	if !slices.Equal(printed, wantEnv) {
 		t.Errorf("the container printed %q, want %q", printed, wantEnv)
+	}
+	// Device health (ResourceHealthStatus, on in v1.37): the test driver
+	// reports no device, so its device reads Unknown, under the
+	// device's CDI ID.
+	wantHealth := []corev1.ResourceStatus{{Name: "claim:" + podClaim,
+		Resources: []corev1.ResourceHealth{{ResourceID: corev1.ResourceID(wantDevice), Health: corev1.ResourceHealthStatusUnknown}}}}
+	if cs := p.Status.ContainerStatuses; len(cs) != 1 || !equality.Semantic.DeepEqual(cs[0].AllocatedResourcesStatus, wantHealth) {
+		t.Errorf("allocatedResourcesStatus %+v, want %+v", cs, wantHealth)
 	}
 	calls, err := parseCalls(tr.driverLog)
 	if err != nil {
