@@ -122,7 +122,12 @@ fi
 (cd "$repo" && GOFLAGS=-buildvcs=false $NICE go build -o "$BIN/controlplane" ./test/conformance/controlplane &&
 	GOFLAGS=-buildvcs=false $NICE go build -o "$BIN/csinode" ./test/csi/csinode &&
 	GOFLAGS=-buildvcs=false $NICE go test -c -o "$BIN/dra.test" ./test/dra)
-case " $nodes " in *" podstart "*) (cd "$repo" && GOFLAGS=-buildvcs=false $NICE go build -o "$BIN/nodeagent" ./examples/nodeagent) ;; esac
+# PODSTART_DRA_NODEAGENT: a nodeagent binary to run instead of this tree's
+# (to see what another revision does).
+case " $nodes " in *" podstart "*)
+	if [ -n "${PODSTART_DRA_NODEAGENT:-}" ]; then cp "$PODSTART_DRA_NODEAGENT" "$BIN/nodeagent"
+	else (cd "$repo" && GOFLAGS=-buildvcs=false $NICE go build -o "$BIN/nodeagent" ./examples/nodeagent); fi ;;
+esac
 build_time=$((SECONDS - tb))
 say "built in ${build_time}s"
 
