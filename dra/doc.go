@@ -32,6 +32,12 @@
 //     (drivers answer idempotently).
 //   - DeviceOptions (podsync.WithDevices) gives each container the CDI
 //     device IDs of the claims it lists, as kubelet's GetResources.
+//   - UpdateAllocatedResourcesStatus gives each container's status the
+//     health of its claims' prepared devices (allocatedResourcesStatus,
+//     "claim:<name>[/<request>]"), Unknown until their driver reports it
+//     through its DRAResourceHealth stream (v1 or v1alpha1, watched from
+//     registration on); WithHealthChange names the pods to update when a
+//     device's health changes.
 //   - GetDynamicResources (podresources.WithDynamicResources) gives the
 //     pod-resources API a container's claims and devices, as kubelet's.
 //   - UnprepareResources (podworker.WithResourceClaims calls it once the
@@ -51,8 +57,16 @@
 //     or goes (kubelet deletes a driver's slices 30s after its last socket
 //     went): the drivers publish their own; a node agent that must wipe
 //     them does it through its API client.
-//   - Device health (the dra-health service, ResourceHealthStatus) is not
-//     watched: containers' allocatedResourcesStatus is not reported.
+//   - Device health (ResourceHealthStatus, beta and on in v1.37) is kept
+//     in memory only: kubelet also writes it to <root-dir>/dra_health_state
+//     and reads it back at start. After a restart devices read Unknown
+//     until their driver's stream reports again (the test driver, as
+//     kubeletplugin's, sends a full report when the stream opens). A
+//     container's allocatedResourcesStatus entries keep the order they
+//     had, new ones appended in the container's claim order (kubelet
+//     rebuilds them from a map), and a health message cut to
+//     ResourceHealthMessageMaxLength keeps whole UTF-8 characters (kubelet
+//     cuts bytes).
 //   - Claims whose allocation skips node operations
 //     (DRAOptionalNodeOperations, alpha and off in v1.37) are refused with
 //     kubelet's message; PodGroup claims (DRAWorkloadResourceClaims, off

@@ -44,6 +44,10 @@ type Manager struct {
 	log     logr.Logger
 	cache   *claimCache
 	plugins *registry
+
+	health   healthCache
+	onHealth func([]types.UID)
+	now      func() time.Time
 }
 
 // Option configures a Manager.
@@ -66,11 +70,11 @@ func New(ctx context.Context, stateDir string, claims ClaimGetter, opts ...Optio
 	if stateDir == "" || !filepath.IsAbs(stateDir) || filepath.Clean(stateDir) != stateDir {
 		return nil, fmt.Errorf("dra: state directory %q is not a clean absolute path", stateDir)
 	}
-	m := &Manager{claims: claims, log: logr.Discard()}
+	m := &Manager{claims: claims, log: logr.Discard(), now: time.Now}
 	for _, o := range opts {
 		o(m)
 	}
-	m.plugins = &registry{log: m.log}
+	m.plugins = &registry{log: m.log, watch: m.watchHealth}
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create ResourceClaim cache: %w", err)
 	}
@@ -114,6 +118,9 @@ func (m *Manager) ValidatePlugin(pluginName, endpoint string, versions []string)
 // newest connected one. A socket that registers again (replaced at its
 // path) has been deregistered first by the plugin manager, so its new
 // connection replaces the old.
+//
+// A driver that lists a DRAResourceHealth service is watched for device
+// health until it is deregistered or the Manager closed.
 func (m *Manager) RegisterPlugin(_ context.Context, pluginName, endpoint string, versions []string, timeout time.Duration) error {
 	return m.plugins.add(pluginName, endpoint, versions, timeout)
 }

@@ -28,10 +28,12 @@ var supportedServices = []string{drapb.DRAPluginService, drapbv1beta1.DRAPluginS
 // plugin is one registered socket of a driver (kubelet's DRAPlugin).
 type plugin struct {
 	driver, endpoint, service string
+	healthService             string // "" when the driver lists none
 	timeout                   time.Duration
 	conn                      *grpc.ClientConn
 	reg                       *registry
 	connected                 bool // guarded by reg.mu
+	stopHealth                context.CancelFunc
 }
 
 // registry is kubelet's DRAPluginManager without ResourceSlice wiping:
@@ -41,6 +43,10 @@ type registry struct {
 	mu     sync.RWMutex
 	store  map[string][]*plugin
 	closed bool
+	// watch follows a plugin's health service until ctx ends; started
+	// under mu by add, waited for by close.
+	watch   func(ctx context.Context, p *plugin)
+	watches sync.WaitGroup
 }
 
 // TagRPC, HandleRPC, TagConn and HandleConn make a plugin its
@@ -108,7 +114,7 @@ func (r *registry) add(driver, endpoint string, versions []string, timeout time.
 			return &classErr{msg: fmt.Sprintf("endpoint %s already registered for DRA driver plugin %s", endpoint, driver), class: ErrRegistration}
 		}
 	}
-	p := &plugin{driver: driver, endpoint: endpoint, service: service, timeout: timeout, reg: r}
+	p := &plugin{driver: driver, endpoint: endpoint, service: service, healthService: pickHealthService(versions), timeout: timeout, reg: r}
 	conn, err := grpc.NewClient("unix:"+endpoint,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithStatsHandler(p))
@@ -121,7 +127,12 @@ func (r *registry) add(driver, endpoint string, versions []string, timeout time.
 		r.store = map[string][]*plugin{}
 	}
 	r.store[driver] = append(r.store[driver], p)
-	r.log.V(3).Info("Registered DRA plugin", "driverName", driver, "endpoint", endpoint, "chosenService", service, "numPlugins", len(r.store[driver]))
+	if p.healthService != "" && r.watch != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		p.stopHealth = cancel
+		r.watches.Go(func() { r.watch(ctx, p) })
+	}
+	r.log.V(3).Info("Registered DRA plugin", "driverName", driver, "endpoint", endpoint, "chosenService", service, "healthService", p.healthService, "numPlugins", len(r.store[driver]))
 	return nil
 }
 
@@ -141,6 +152,9 @@ func (r *registry) remove(driver, endpoint string) {
 	}
 	r.log.V(3).Info("Unregistered DRA plugin", "driverName", driver, "endpoint", endpoint, "numPlugins", len(r.store[driver]))
 	r.mu.Unlock()
+	if p.stopHealth != nil {
+		p.stopHealth()
+	}
 	if err := p.conn.Close(); err != nil {
 		r.log.Error(err, "Closing gRPC connection", "driverName", driver, "endpoint", endpoint)
 	}
@@ -174,9 +188,13 @@ func (r *registry) close() {
 	r.mu.Unlock()
 	for _, plugins := range store {
 		for _, p := range plugins {
+			if p.stopHealth != nil {
+				p.stopHealth()
+			}
 			_ = p.conn.Close()
 		}
 	}
+	r.watches.Wait()
 }
 
 func (r *registry) drivers() []string {

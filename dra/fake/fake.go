@@ -18,6 +18,7 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
+	drahealthv1 "k8s.io/kubelet/pkg/apis/dra-health/v1"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 	drapbv1beta1 "k8s.io/kubelet/pkg/apis/dra/v1beta1"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
@@ -57,6 +58,7 @@ type Driver struct {
 	unprepare UnprepareFunc
 	servers   []*grpc.Server
 	status    chan *registerapi.RegistrationStatus
+	health    chan *drahealthv1.NodeWatchResourcesResponse
 }
 
 // New returns a driver of the given name offering the gRPC services
@@ -65,7 +67,38 @@ func New(name string, versions ...string) *Driver {
 	if len(versions) == 0 {
 		versions = []string{drapb.DRAPluginService}
 	}
-	return &Driver{name: name, versions: versions, prepared: map[string]int{}, status: make(chan *registerapi.RegistrationStatus, 16)}
+	return &Driver{name: name, versions: versions, prepared: map[string]int{}, status: make(chan *registerapi.RegistrationStatus, 16),
+		health: make(chan *drahealthv1.NodeWatchResourcesResponse)}
+}
+
+// SendHealth sends a health report on the open NodeWatchResources stream
+// (the driver serves one when its versions list
+// v1.DRAResourceHealth), waiting until a stream takes it or ctx ends.
+func (d *Driver) SendHealth(ctx context.Context, devices ...*drahealthv1.DeviceHealth) error {
+	select {
+	case d.health <- &drahealthv1.NodeWatchResourcesResponse{Devices: devices}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+type healthServer struct {
+	drahealthv1.UnimplementedDRAResourceHealthServer
+	d *Driver
+}
+
+func (h healthServer) NodeWatchResources(_ *drahealthv1.NodeWatchResourcesRequest, s drahealthv1.DRAResourceHealth_NodeWatchResourcesServer) error {
+	for {
+		select {
+		case r := <-h.d.health:
+			if err := s.Send(r); err != nil {
+				return err
+			}
+		case <-s.Context().Done():
+			return nil
+		}
+	}
 }
 
 // CDIDeviceID is the default answer's CDI device ID for a claim.
@@ -90,6 +123,9 @@ func (d *Driver) Serve(endpoint, regSocket string) error {
 	}
 	if slices.Contains(d.versions, drapb.DRAPluginService) {
 		drapb.RegisterDRAPluginServer(draSrv, d)
+	}
+	if slices.Contains(d.versions, drahealthv1.DRAResourceHealthService) {
+		drahealthv1.RegisterDRAResourceHealthServer(draSrv, healthServer{d: d})
 	}
 	registerapi.RegisterRegistrationServer(regSrv, registrar{d: d})
 	d.mu.Lock()

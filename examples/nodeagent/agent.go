@@ -133,11 +133,12 @@ type agent struct {
 	vm *volumemanager.Manager
 	// dm allocates device plugins' devices (devices.go).
 	dm             *devicemanager.Manager
-	devicesChanged chan struct{}   // a plugin's devices changed (devices.go)
-	sourcesReady   atomic.Bool     // every pod bound to the node is known
-	watches        *objectWatches  // the Secrets and ConfigMaps the pods refer to
-	pods           cache.Store     // the informer's pods bound to this node
-	stats          *stats.Provider // nil on a runtime without CRI stats
+	devicesChanged chan struct{}    // a plugin's devices changed (devices.go)
+	draHealth      chan []types.UID // pods whose DRA devices' health changed (dra.go)
+	sourcesReady   atomic.Bool      // every pod bound to the node is known
+	watches        *objectWatches   // the Secrets and ConfigMaps the pods refer to
+	pods           cache.Store      // the informer's pods bound to this node
+	stats          *stats.Provider  // nil on a runtime without CRI stats
 	// metrics and probeMetrics are kubelet's /metrics and /metrics/probes
 	// (metrics.go).
 	metrics      *nodemetrics.Metrics
@@ -362,7 +363,7 @@ func Run(ctx context.Context, cfg Config) error {
 			// FailedToRetrieveImagePullSecret, after a pull that failed
 			// (kubelet v1.37).
 			pullSecrets.AfterSync(st.Pod, st.Result)
-			statuses.OnSync(uid, st)
+			statuses.OnSync(uid, withDeviceHealth(claims, st))
 			a.trace(st.Pod, "synced", 0, podReady(st.APIStatus))
 		}))
 	a.workers = podworker.New(syncer, workerOpts...)

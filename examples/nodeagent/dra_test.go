@@ -59,6 +59,18 @@ func TestDRAPod(t *testing.T) {
 		p, ok := h.get(t, "dra")
 		return ok && p.Status.Phase == corev1.PodRunning
 	})
+	// Its device's health, Unknown (the fake driver has no health
+	// service), in its container's status, as kubelet reports it.
+	eventually(t, "the container's allocatedResourcesStatus", func() bool {
+		p, ok := h.get(t, "dra")
+		if !ok || len(p.Status.ContainerStatuses) != 1 {
+			return false
+		}
+		rs := p.Status.ContainerStatuses[0].AllocatedResourcesStatus
+		return len(rs) == 1 && rs[0].Name == "claim:gpu" && len(rs[0].Resources) == 1 &&
+			rs[0].Resources[0].ResourceID == corev1.ResourceID(fake.CDIDeviceID("gpu-claim")) &&
+			rs[0].Resources[0].Health == corev1.ResourceHealthStatusUnknown
+	})
 	if got := d.Prepared()["claim-uid"]; got != 1 {
 		t.Errorf("claim prepared %d times, want 1", got)
 	}

@@ -17,7 +17,9 @@
 # Knobs: PODSTART_E2E_DIR (/tmp/podstart-e2e), PODSTART_E2E_AUTH_PORT (5050),
 # PODSTART_E2E_OPEN_PORT (5051), PODSTART_E2E_CONTAINERD (1.6, or 2),
 # PODSTART_E2E_CNI (stub, or bridge: a real pod network, see write_cni) and
-# PODSTART_E2E_POD_CIDR (the bridge network's subnet, 10.88.0.0/24). Two
+# PODSTART_E2E_POD_CIDR (the bridge network's subnet, 10.88.0.0/24) and,
+# for containerd 2, PODSTART_E2E_CDI_DIR (the one directory its CDI cache
+# reads specs from; default containerd's /etc/cdi and /var/run/cdi). Two
 # environments run side by side with different DIRs and ports; $DIR/env
 # exports all four, so a test that calls env.sh acts on its own one.
 set -euo pipefail
@@ -35,6 +37,7 @@ CRANE=$DIR/bin/crane
 CONTAINERD_MAJOR=${PODSTART_E2E_CONTAINERD:-1.6}
 CNI=${PODSTART_E2E_CNI:-stub}
 POD_CIDR=${PODSTART_E2E_POD_CIDR:-10.88.0.0/24}
+CDI_DIR=${PODSTART_E2E_CDI_DIR:-}
 case "$CNI" in
 stub | bridge) ;;
 *) echo "e2e-env: PODSTART_E2E_CNI is stub or bridge, not $CNI" >&2; exit 2 ;;
@@ -252,6 +255,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   disable_apparmor = true
   restrict_oom_score_adj = true
   netns_mounts_under_state_dir = true
+${CDI_DIR:+  cdi_spec_dirs = [\"$CDI_DIR\"]}
 [plugins.'io.containerd.cri.v1.runtime'.cni]
   bin_dirs = ["$CD/cni/bin"]
   conf_dir = "$CD/cni/net.d"
@@ -269,6 +273,7 @@ TOML
 
 start_containerd() {
 	mkdir -p "$CD"/root "$CD"/state "$CD"/runc "$CD"/opt
+	[ -z "$CDI_DIR" ] || mkdir -p "$CDI_DIR"
 	for r in "$AUTH_REG" "$OPEN_REG"; do
 		mkdir -p "$CD/certs.d/$r"
 		printf 'server = "http://%s"\n[host."http://%s"]\n  capabilities = ["pull", "resolve"]\n' "$r" "$r" >"$CD/certs.d/$r/hosts.toml"
