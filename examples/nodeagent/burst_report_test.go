@@ -103,14 +103,15 @@ func (r *burstResult) log(t *testing.T) {
 	fmt.Fprintf(&b, "  CPU over the burst (%v wall): machine %.2f s; the test process (agent, both CRI proxies, watch) %.2f s; kubelet %.2f s; containerd's daemon %.2f s; the rest %.2f s\n",
 		wall.Round(time.Millisecond), machine.Seconds(), self.Seconds(), kubelet.Seconds(), containerd.Seconds(), (machine - self - kubelet - containerd).Seconds())
 	fmt.Fprintf(&b, "  CRI calls through %s's proxy, by method (first create → last Ready; the %v after):\n", r.side.node, r.tailFor)
-	fmt.Fprintf(&b, "  %-28s %8s %8s %8s\n", "method", "calls", "per pod", "after")
-	total, tail := 0, 0
+	fmt.Fprintf(&b, "  %-28s %8s %8s %8s %8s\n", "method", "calls", "per pod", "failed", "after")
+	total, tail, failed := 0, 0, 0
 	for _, m := range sortedKeys(r.calls, r.tail) {
-		fmt.Fprintf(&b, "  %-28s %8d %8.2f %8d\n", m, r.calls[m], float64(r.calls[m])/float64(r.n), r.tail[m])
+		fmt.Fprintf(&b, "  %-28s %8d %8.2f %8d %8d\n", m, r.calls[m], float64(r.calls[m])/float64(r.n), r.failed[m], r.tail[m])
 		total += r.calls[m]
 		tail += r.tail[m]
+		failed += r.failed[m]
 	}
-	fmt.Fprintf(&b, "  %-28s %8d %8.2f %8d\n", "all", total, float64(total)/float64(r.n), tail)
+	fmt.Fprintf(&b, "  %-28s %8d %8.2f %8d %8d\n", "all", total, float64(total)/float64(r.n), failed, tail)
 	fmt.Fprintf(&b, "  then: every pod deleted by the node in %v; the machine settled in %v", r.deleted.Round(time.Millisecond), r.settled.Round(time.Second))
 	t.Log(b.String())
 }

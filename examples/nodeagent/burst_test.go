@@ -100,7 +100,7 @@ func TestBurstAgainstKubelet(t *testing.T) {
 	// The agent, as TestStartLatencyAgainstKubelet runs it, with kubelet's
 	// default eviction thresholds (main.go's -eviction); image GC off, as
 	// kubelet's (kubeletrun's 100/99 %) on this shared containerd.
-	agentProxy, err := criproxy.Start(filepath.Join(work, "agent.sock"), endpoint, criproxy.Guard())
+	agentProxy, err := criproxy.Start(filepath.Join(work, "agent.sock"), endpoint, criproxy.Guard(), criproxy.Private())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestBurstAgainstKubelet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, kubeletProxy := startKubelet(t, kubeletBin, kubeconfig, kubeletNode, work, endpoint)
+	_, kubeletProxy := startKubelet(t, kubeletBin, kubeconfig, kubeletNode, work, endpoint, criproxy.Private())
 	eventually60(t, "kubelet's Node Ready", func() bool {
 		n, err := admin.CoreV1().Nodes().Get(ctx, kubeletNode, metav1.GetOptions{})
 		return err == nil && nodeReady(n)
@@ -271,6 +271,7 @@ type podWatch struct {
 func watchPods(t *testing.T, ctx context.Context, admin kubernetes.Interface) *podWatch {
 	t.Helper()
 	pw := &podWatch{running: map[string]time.Time{}, ready: map[string]time.Time{}, readyPod: map[string]*corev1.Pod{}}
+	ctx, cancel := context.WithCancel(ctx)
 	list, err := admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -278,10 +279,11 @@ func watchPods(t *testing.T, ctx context.Context, admin kubernetes.Interface) *p
 	rv := list.ResourceVersion
 	w, err := admin.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	t.Cleanup(func() { <-done })
+	t.Cleanup(func() { cancel(); <-done })
 	go func() {
 		defer close(done)
 		for {
@@ -351,6 +353,7 @@ type burstResult struct {
 	loadStart                                            float64
 	cpuFrom, cpuTo                                       cpuSample
 	calls, tail                                          map[string]int // CRI calls by method: t0 to last, last to last+tail
+	failed                                               map[string]int // of calls, those that failed
 	tailFor                                              time.Duration
 	deleted                                              time.Duration // delete to gone
 	settled                                              time.Duration
@@ -473,13 +476,16 @@ func runBurst(t *testing.T, ctx context.Context, bc burstConfig, admin kubernete
 		// makes in the 10 s after its last pod is Ready.
 		time.Sleep(burstTail)
 		res.tailFor = burstTail
-		res.calls, res.tail = map[string]int{}, map[string]int{}
+		res.calls, res.tail, res.failed = map[string]int{}, map[string]int{}, map[string]int{}
 		for _, c := range side.proxy.Calls() {
 			m := c.Method[strings.LastIndex(c.Method, "/")+1:]
 			switch {
 			case c.Start.Before(res.t0):
 			case !c.Start.After(res.last):
 				res.calls[m]++
+				if c.Err != nil {
+					res.failed[m]++
+				}
 			case !c.Start.After(res.last.Add(burstTail)):
 				res.tail[m]++
 			}

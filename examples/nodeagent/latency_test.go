@@ -346,10 +346,10 @@ func sideBySideAddr(env string) string {
 // startKubelet runs the real kubelet as a node of the API server until the
 // test ends, on containerd through a guarded proxy.
 // Its log is work/kubelet.log, at -v=2 (PODSTART_KUBELET_V sets another
-// level); p is its proxy.
-func startKubelet(t *testing.T, bin, kubeconfig, node, work, endpoint string) (port int, p *criproxy.Proxy) {
+// level); p is its proxy (guarded, with opts besides).
+func startKubelet(t *testing.T, bin, kubeconfig, node, work, endpoint string, opts ...criproxy.Option) (port int, p *criproxy.Proxy) {
 	t.Helper()
-	p, err := criproxy.Start(filepath.Join(work, "kubelet.sock"), endpoint, criproxy.Guard())
+	p, err := criproxy.Start(filepath.Join(work, "kubelet.sock"), endpoint, append([]criproxy.Option{criproxy.Guard()}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
