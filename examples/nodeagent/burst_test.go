@@ -142,7 +142,8 @@ func TestBurstAgainstKubelet(t *testing.T) {
 		t.Fatal(err)
 	}
 	agentAPI, _ := sideBySideNodeAPI(t, c)
-	runAgent(t, Config{Client: clientFor(t, c.NodeKubeconfig), Runtime: rt, NodeName: agentNode, RootDir: root,
+	agentRequests := &apiRecorder{}
+	runAgent(t, Config{Client: burstAgentClient(t, c.NodeKubeconfig, agentRequests), Runtime: rt, NodeName: agentNode, RootDir: root,
 		PodLogsDir: filepath.Join(root, "logs"), Clock: clock.RealClock{}, PodCgroups: agentCgroups, CgroupRoot: sideBySideCgroups + "/agent",
 		NodeAPI: agentAPI, Trace: agentTrace.add, Metrics: agentMetrics, Eviction: eviction.DefaultThresholds()})
 
@@ -158,7 +159,7 @@ func TestBurstAgainstKubelet(t *testing.T) {
 
 	pw := watchPods(t, ctx, admin)
 	sides := map[string]*burstSide{
-		agentNode:   {node: agentNode, agent: true, proxy: agentProxy, cri: agentCRI, trace: agentTrace},
+		agentNode:   {node: agentNode, agent: true, proxy: agentProxy, cri: agentCRI, trace: agentTrace, api: agentRequests},
 		kubeletNode: {node: kubeletNode, proxy: kubeletProxy, kubeletLog: filepath.Join(work, "kubelet.log")},
 	}
 	// The warm-up: the image and the pause image pulled, both nodes'
@@ -336,6 +337,7 @@ type burstSide struct {
 	proxy      *criproxy.Proxy
 	cri        *criRecorder // the agent's only
 	trace      *traceSink   // the agent's only
+	api        *apiRecorder // the agent's only
 	kubeletLog string       // kubelet's only
 }
 
@@ -491,6 +493,12 @@ func runBurst(t *testing.T, ctx context.Context, bc burstConfig, admin kubernete
 			}
 		}
 		res.logStages(t, bc)
+		if side.agent {
+			res.logAPI(t, side.api)
+		} else {
+			t.Logf("burst %s, kubelet's client-side throttling (its -v=%s log): %s", label, kubeletVerbosity(),
+				kubeletThrottles(side.kubeletLog, res.t0, res.last.Add(burstTail)))
+		}
 	}
 
 	begin := time.Now()
