@@ -323,7 +323,9 @@ func removeLeftovers(t *testing.T, endpoint string, nodes ...string) {
 }
 
 // sideBySideCgroups holds the two nodes' cgroup roots, agent and kubelet
-// (PODSTART_SIDE_BY_SIDE_CGROUPS, for a run beside another).
+// (PODSTART_SIDE_BY_SIDE_CGROUPS, for a run beside another; with
+// PODSTART_SIDE_BY_SIDE_KUBELET_PORT and PODSTART_SIDE_BY_SIDE_AGENT_PORT
+// for the two node APIs' ports, and TMPDIR for the tests' directories).
 var sideBySideCgroups = func() string {
 	if r := os.Getenv("PODSTART_SIDE_BY_SIDE_CGROUPS"); r != "" {
 		return r
@@ -331,18 +333,28 @@ var sideBySideCgroups = func() string {
 	return "/podstart-side-by-side"
 }()
 
+// sideBySideAddr is the loopback address a side-by-side node listens on:
+// the port the environment variable env names (for a run beside another,
+// in a block of ports of its own), or one the kernel picks.
+func sideBySideAddr(env string) string {
+	if p := os.Getenv(env); p != "" {
+		return "127.0.0.1:" + p
+	}
+	return "127.0.0.1:0"
+}
+
 // startKubelet runs the real kubelet as a node of the API server until the
 // test ends, on containerd through a guarded proxy.
 // Its log is work/kubelet.log, at -v=2 (PODSTART_KUBELET_V sets another
-// level); p is its proxy.
-func startKubelet(t *testing.T, bin, kubeconfig, node, work, endpoint string) (port int, p *criproxy.Proxy) {
+// level); p is its proxy (guarded, with opts besides).
+func startKubelet(t *testing.T, bin, kubeconfig, node, work, endpoint string, opts ...criproxy.Option) (port int, p *criproxy.Proxy) {
 	t.Helper()
-	p, err := criproxy.Start(filepath.Join(work, "kubelet.sock"), endpoint, criproxy.Guard())
+	p, err := criproxy.Start(filepath.Join(work, "kubelet.sock"), endpoint, append([]criproxy.Option{criproxy.Guard()}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", sideBySideAddr("PODSTART_SIDE_BY_SIDE_KUBELET_PORT"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func sideBySideNodeAPI(t *testing.T, c *cluster.Cluster) (*NodeAPI, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", sideBySideAddr("PODSTART_SIDE_BY_SIDE_AGENT_PORT"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,6 +67,7 @@ type Proxy struct {
 	backend *grpc.ClientConn
 	server  *grpc.Server
 	guard   bool
+	private bool // Private: lists answer only what this proxy made
 	done    chan struct{}
 
 	countOnly bool
@@ -368,6 +369,11 @@ func (p *Proxy) forward(ss grpc.ServerStream, method string, call *Call, inType,
 			return err
 		}
 		resp := decode(outType, f.b)
+		if p.private {
+			if f, err = p.keepOwned(resp, f); err != nil {
+				return err
+			}
+		}
 		p.mu.Lock()
 		call.Responses = append(call.Responses, resp)
 		p.mu.Unlock()
