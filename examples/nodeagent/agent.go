@@ -307,7 +307,12 @@ func Run(ctx context.Context, cfg Config) error {
 	// admission plugin has copied its account's into it. The agent also
 	// reads the account's, for pods made without that plugin (client-go's
 	// fake clientset in its tests).
-	pullSecrets := &apiobjects.PullSecrets{Source: objects, Recorder: recorder, ServiceAccounts: objects}
+	// The pod's own imagePullSecrets only, as kubelet: the API server's
+	// ServiceAccount admission has copied its service account's into a
+	// pod that listed none. (Reading the service account at each sync, as
+	// apiobjects.PullSecrets.ServiceAccounts can, cost four GETs per pod
+	// start that kubelet never makes.)
+	pullSecrets := &apiobjects.PullSecrets{Source: objects, Recorder: recorder}
 	// Statuses reach the API server through kubelet's status manager,
 	// which also deletes a pod's object once the worker removed the pod.
 	var client statusmanager.Client = apiClient{cfg.Client}

@@ -429,10 +429,13 @@ func TestNodeAndLease(t *testing.T) {
 // Every goroutine the agent starts ends with Run.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// A private image is pulled with the service account's pull secret; a
-// pull secret that cannot be read is named in kubelet's event once a pull
-// fails (v1.37: not when the pull succeeds).
-func TestPullSecretOfServiceAccount(t *testing.T) {
+// A private image is pulled with the pod's pull secret; a pull secret that
+// cannot be read is named in kubelet's event once a pull fails (v1.37: not
+// when the pull succeeds). The agent, as kubelet, reads only the pod's
+// list: a service account's imagePullSecrets reach a pod through the API
+// server's ServiceAccount admission, which the fake clientset does not
+// run.
+func TestPullSecretOfThePod(t *testing.T) {
 	h := start(t, fake.WithRegistryAuth("registry.example.com", "robot", "hunter2"), fake.WithRegistryAuth("other.example.com", "someone", "else"))
 	ctx := context.Background()
 	cfg := `{"auths":{"registry.example.com":{"username":"robot","password":"hunter2"}}}`
@@ -449,7 +452,7 @@ func TestPullSecretOfServiceAccount(t *testing.T) {
 	}
 	pod := testPod("private")
 	pod.Spec.Containers[0].Image = "registry.example.com/team/app:1.0"
-	pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "missing"}} // skipped, as kubelet does
+	pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "missing"}, {Name: "regcred"}} // missing: skipped, as kubelet does
 	if _, err := h.client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -460,6 +463,11 @@ func TestPullSecretOfServiceAccount(t *testing.T) {
 	for _, c := range h.rt.Calls() {
 		if r, ok := c.Request.(*runtimeapi.PullImageRequest); ok && r.GetAuth().GetUsername() != "robot" {
 			t.Errorf("pulled with auth %v", r.GetAuth())
+		}
+	}
+	for _, a := range h.client.Actions() {
+		if a.GetResource().Resource == "serviceaccounts" {
+			t.Errorf("the agent read a service account (%s), which kubelet never does", a.GetVerb())
 		}
 	}
 	// A pod whose pull fails: kubelet's event for the secret left out.
