@@ -122,6 +122,11 @@ func clusterRun(ctx context.Context, c clusterConfig, n int) (rs []sideResult, e
 	defer func() {
 		if !c.keep && err == nil {
 			clean(d)
+			return
+		}
+		// Kept: the files stay, not the mounts nor /var/log/containers' links.
+		if err := unmountAndUnlink(d); err != nil {
+			log.Printf("clean %s: %v", d, err)
 		}
 	}()
 	profDir := filepath.Join(c.dir, "profiles")

@@ -400,6 +400,15 @@ func run(ctx context.Context, c config, side string, n int) (result, error) {
 // clean removes a run's directory: what kubelet mounted under it, its
 // /var/log/containers links into it, then the files.
 func clean(d string) error {
+	if err := unmountAndUnlink(d); err != nil {
+		return err
+	}
+	return os.RemoveAll(d)
+}
+
+// unmountAndUnlink undoes what kubelet and the agent did outside d's files:
+// their mounts under d and their /var/log/containers links into it.
+func unmountAndUnlink(d string) error {
 	if err := kubeletrun.UnmountUnder(d); err != nil {
 		return err
 	}
@@ -410,7 +419,7 @@ func clean(d string) error {
 			os.Remove(p)
 		}
 	}
-	return os.RemoveAll(d)
+	return nil
 }
 
 // proc is a child process in a process group of its own.
