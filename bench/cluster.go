@@ -194,13 +194,14 @@ func clusterRun(ctx context.Context, c clusterConfig, n int) (rs []sideResult, e
 		}
 	}
 	for _, nd := range nodes {
-		if err := waitFor(ctx, 2*time.Minute, func() (bool, error) {
-			if nd.agent.exited() {
-				return false, fmt.Errorf("%s exited; log tail:\n%s", nd.side, tail(nd.agent.log, 30))
-			}
-			no, err := admin.CoreV1().Nodes().Get(ctx, nd.name, metav1.GetOptions{})
-			return err == nil && nodeIsReady(no), nil
-		}); err != nil {
+		if err := waitFor(ctx, c.timeout, // kubelet took over 2 min under load 80
+			func() (bool, error) {
+				if nd.agent.exited() {
+					return false, fmt.Errorf("%s exited; log tail:\n%s", nd.side, tail(nd.agent.log, 30))
+				}
+				no, err := admin.CoreV1().Nodes().Get(ctx, nd.name, metav1.GetOptions{})
+				return err == nil && nodeIsReady(no), nil
+			}); err != nil {
 			return nil, fmt.Errorf("node %s not Ready: %w", nd.name, err)
 		}
 	}
