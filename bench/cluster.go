@@ -262,7 +262,7 @@ func startNode(ctx context.Context, c clusterConfig, d, side, agentKubeconfig, k
 		nd.name = agentNode
 		nd.agent, err = startEnv(filepath.Join(sd, "nodeagent.log"), []string{pprofEnv + "=" + c.pprofAddr()}, filepath.Join(c.bin, "nodeagent"),
 			"-kubeconfig="+agentKubeconfig, "-node-name="+agentNode, "-cri="+endpoint, "-root-dir="+root, "-pod-logs-dir="+logs,
-			"-cgroup-root="+cgroupRoot, "-node-api-address="+net.JoinHostPort("127.0.0.1", strconv.Itoa(c.portBase+2)))
+			"-cgroup-root="+cgroupRoot, "-max-pods=1000", "-node-api-address="+net.JoinHostPort("127.0.0.1", strconv.Itoa(c.portBase+2)))
 	}
 	return nd, err
 }

@@ -49,6 +49,7 @@ import (
 	"github.com/podstart/podstart/mounts"
 	"github.com/podstart/podstart/nodeapi"
 	"github.com/podstart/podstart/nodemetrics"
+	"github.com/podstart/podstart/nodestatus"
 	"github.com/podstart/podstart/podworker"
 	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/runtime/fake"
@@ -74,11 +75,12 @@ func main() {
 	imageGC := flag.Bool("image-gc", true, "collect unused images at kubelet's thresholds, 85% and 80% (ignored on the fake runtime)")
 	evict := flag.Bool("eviction", true, "evict pods under node pressure at kubelet's hard thresholds (ignored on the fake runtime)")
 	unsafeSysctls := flag.String("allowed-unsafe-sysctls", "", `comma-separated unsafe sysctls or patterns ("kernel.msg*", "net.core.somaxconn") pods may set besides the safe ones (kubelet's --allowed-unsafe-sysctls); others are rejected at admission (SysctlForbidden)`)
+	maxPods := flag.Int("max-pods", nodestatus.DefaultMaxPods, "the number of pods the node runs (kubelet's --max-pods); pods beyond it are rejected at admission (OutOfpods)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	api := apiFlags{addr: *apiAddr, clientCA: *clientCA, certFile: *certFile, keyFile: *keyFile, rotate: *rotate, unsafeSysctls: splitNonEmpty(*unsafeSysctls)}
+	api := apiFlags{maxPods: *maxPods, addr: *apiAddr, clientCA: *clientCA, certFile: *certFile, keyFile: *keyFile, rotate: *rotate, unsafeSysctls: splitNonEmpty(*unsafeSysctls)}
 	if err := run(ctx, *kubeconfig, *nodeName, *endpoint, *rootDir, *logsDir, *clusterDNS, *clusterDomain, *resolvConf, *cgroupRoot, *driver, *perQOS, *imageGC, *evict, api); err != nil {
 		fmt.Fprintln(os.Stderr, "nodeagent:", err)
 		os.Exit(1)
@@ -170,6 +172,7 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 		Metrics:       metrics,
 	}
 	agentCfg.AllowedUnsafeSysctls = api.unsafeSysctls
+	agentCfg.MaxPods = api.maxPods
 	agentCfg.StaticPods = staticFlags.config()
 	if kill != nil {
 		agentCfg.Trace = kill.trace
@@ -231,6 +234,7 @@ type apiFlags struct {
 	addr, clientCA, certFile, keyFile string
 	rotate                            bool
 	unsafeSysctls                     []string // -allowed-unsafe-sysctls, carried with these
+	maxPods                           int      // -max-pods, likewise
 }
 
 // nodeAPI listens and finds the serving certificate as kubelet would with
