@@ -98,17 +98,35 @@ func main() {
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "time allowed for all N containers to run")
 	flag.StringVar(&c.imageFs, "image-fs", "", "a directory the fake reports as its image filesystem (default: one in the run's directory); kubelet's cAdvisor must know its device")
 	flag.BoolVar(&c.keep, "keep", false, "keep each run's directory (logs, manifests)")
-	c.cgroupPrefix = "/podstart-bench"
 	flag.BoolVar(&c.podCgroups, "pod-cgroups", true, "kubelet's default cgroupsPerQOS (QoS and pod cgroups, under a cgroup root of each side's own: /podstart-bench-<side>); false: the recipe's cgroupsPerQOS false, where kubelet's cAdvisor watches every cgroup of the host")
 	kubeletArgs := flag.String("kubelet-args", "", `more kubelet flags, space-separated (e.g. "--v=4")`)
+	mode := flag.String("mode", "static", `"static": N static pods, podworker alone against standalone kubelet (issue 27); "cluster": the whole agent (examples/nodeagent) against kubelet, both joined to one kube-apiserver (issue 41; see README.md)`)
+	binDir := flag.String("bin-dir", "/tmp/podstart-e2e/bin", "cluster mode: where kube-apiserver and etcd are (bash test/cluster/build.sh)")
+	cgroupPrefix := flag.String("cgroup-prefix", "/podstart-bench", "a side's cgroup root is <prefix>-<side>")
+	portBase := flag.Int("port-base", 5430, "cluster mode: kubelet's port is base+1, the agent's node API base+2, kubelet's healthz base+3, the agent's pprof base+4")
+	profile := flag.Bool("profile", true, "cluster mode: take the agent's CPU profile in the burst and the steady window")
 	flag.Parse()
 	c.kubeletArgs = strings.Fields(*kubeletArgs)
+	c.cgroupPrefix = *cgroupPrefix
 	counts, err := parseCounts(*ns)
 	if err != nil {
 		log.Fatal(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if *mode == "cluster" {
+		if *sides != "kubelet,podstart" || len(c.kubeletArgs) > 0 || !c.podCgroups || c.imageFs != "" {
+			log.Fatal("cluster mode runs both sides with kubelet's defaults: -sides, -kubelet-args, -pod-cgroups and -image-fs do not apply")
+		}
+		err := clusterMain(ctx, clusterConfig{dir: c.dir, binDir: *binDir, kubelet: c.kubelet, image: c.image, window: c.window, settle: c.settle,
+			timeout: c.timeout, cgroupPrefix: c.cgroupPrefix, portBase: *portBase, profile: *profile, keep: c.keep}, counts)
+		if err != nil {
+			log.Fatal(err)
+		}
+		return
+	} else if *mode != "static" {
+		log.Fatalf("-mode %q: static or cluster", *mode)
+	}
 	if err := os.MkdirAll(c.dir, 0o755); err != nil {
 		log.Fatal(err)
 	}
@@ -382,6 +400,15 @@ func run(ctx context.Context, c config, side string, n int) (result, error) {
 // clean removes a run's directory: what kubelet mounted under it, its
 // /var/log/containers links into it, then the files.
 func clean(d string) error {
+	if err := unmountAndUnlink(d); err != nil {
+		return err
+	}
+	return os.RemoveAll(d)
+}
+
+// unmountAndUnlink undoes what kubelet and the agent did outside d's files:
+// their mounts under d and their /var/log/containers links into it.
+func unmountAndUnlink(d string) error {
 	if err := kubeletrun.UnmountUnder(d); err != nil {
 		return err
 	}
@@ -392,7 +419,7 @@ func clean(d string) error {
 			os.Remove(p)
 		}
 	}
-	return os.RemoveAll(d)
+	return nil
 }
 
 // proc is a child process in a process group of its own.
@@ -403,11 +430,19 @@ type proc struct {
 }
 
 func start(logPath, bin string, args ...string) (*proc, error) {
+	return startEnv(logPath, nil, bin, args...)
+}
+
+// startEnv is start with env added to this process's environment.
+func startEnv(logPath string, env []string, bin string, args ...string) (*proc, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

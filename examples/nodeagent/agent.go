@@ -97,6 +97,9 @@ type Config struct {
 	// Evicted), new pods refused as kubelet's admission refuses them, and
 	// the pressure conditions reported on the Node. Nil: none.
 	Eviction []eviction.Threshold
+	// MaxPods is kubelet's --max-pods, the node's pods capacity
+	// (0: kubelet's default, 110).
+	MaxPods int
 	// AllowedUnsafeSysctls is kubelet's --allowed-unsafe-sysctls: the
 	// sysctls (names, or prefixes ending in "*") pods may set besides
 	// kubelet's safe ones for this kernel; admission rejects a pod setting

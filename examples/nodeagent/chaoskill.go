@@ -129,7 +129,8 @@ func chaosKill() (*killPoint, error) {
 // pprofEnv names a test-only environment variable of the chaos tier's
 // soak (test/chaos): a loopback address ("127.0.0.1:PORT") where the agent
 // serves net/http/pprof's /debug/pprof/ (its goroutines, heap), without
-// authentication. Unset, nothing is served; an address that is not
+// authentication; /debug/pprof/profile is the CPU profile (the bench
+// tier's breakdown by component). Unset, nothing is served; an address that is not
 // loopback stops the agent with an error.
 const pprofEnv = "PODSTART_PPROF_ADDR"
 
@@ -150,6 +151,9 @@ func servePprof(ctx context.Context) error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	// The CPU profile is not one of runtime/pprof's named profiles that
+	// Index serves: the bench tier reads the agent's CPU profile here.
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	go func() {

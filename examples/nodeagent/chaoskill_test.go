@@ -1,6 +1,11 @@
 package main
 
-import "testing"
+import (
+	"io"
+	"net"
+	"net/http"
+	"testing"
+)
 
 func TestParseKillPoint(t *testing.T) {
 	for _, c := range []struct {
@@ -47,5 +52,30 @@ func TestServePprofRefusesNonLoopback(t *testing.T) {
 	t.Setenv(pprofEnv, "")
 	if err := servePprof(t.Context()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The CPU profile is served beside the named profiles (the bench tier
+// reads it): Index alone answers "Unknown profile" for it.
+func TestServePprofCPUProfile(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	t.Setenv(pprofEnv, addr)
+	if err := servePprof(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	// A CPU profile is gzipped protobuf.
+	if resp.StatusCode != http.StatusOK || len(body) < 2 || body[0] != 0x1f || body[1] != 0x8b {
+		t.Fatalf("GET /debug/pprof/profile: %s, %q", resp.Status, body[:min(len(body), 80)])
 	}
 }

@@ -51,6 +51,7 @@ import (
 	"github.com/podstart/podstart/mounts"
 	"github.com/podstart/podstart/nodeapi"
 	"github.com/podstart/podstart/nodemetrics"
+	"github.com/podstart/podstart/nodestatus"
 	"github.com/podstart/podstart/podworker"
 	"github.com/podstart/podstart/runtime"
 	"github.com/podstart/podstart/runtime/fake"
@@ -76,11 +77,12 @@ func main() {
 	imageGC := flag.Bool("image-gc", true, "collect unused images at kubelet's thresholds, 85% and 80% (ignored on the fake runtime)")
 	evict := flag.Bool("eviction", true, "evict pods under node pressure at kubelet's hard thresholds (ignored on the fake runtime)")
 	unsafeSysctls := flag.String("allowed-unsafe-sysctls", "", `comma-separated unsafe sysctls or patterns ("kernel.msg*", "net.core.somaxconn") pods may set besides the safe ones (kubelet's --allowed-unsafe-sysctls); others are rejected at admission (SysctlForbidden)`)
+	maxPods := flag.Int("max-pods", nodestatus.DefaultMaxPods, "the number of pods the node runs (kubelet's --max-pods); pods beyond it are rejected at admission (OutOfpods)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	api := apiFlags{addr: *apiAddr, clientCA: *clientCA, certFile: *certFile, keyFile: *keyFile, rotate: *rotate, unsafeSysctls: splitNonEmpty(*unsafeSysctls)}
+	api := apiFlags{maxPods: *maxPods, addr: *apiAddr, clientCA: *clientCA, certFile: *certFile, keyFile: *keyFile, rotate: *rotate, unsafeSysctls: splitNonEmpty(*unsafeSysctls)}
 	if err := run(ctx, *kubeconfig, *nodeName, *endpoint, *rootDir, *logsDir, *clusterDNS, *clusterDomain, *resolvConf, *cgroupRoot, *driver, *perQOS, *imageGC, *evict, api); err != nil {
 		fmt.Fprintln(os.Stderr, "nodeagent:", err)
 		os.Exit(1)
@@ -172,6 +174,7 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 		Metrics:       metrics,
 	}
 	agentCfg.AllowedUnsafeSysctls = api.unsafeSysctls
+	agentCfg.MaxPods = api.maxPods
 	agentCfg.StaticPods = staticFlags.config()
 	if kill != nil {
 		agentCfg.Trace = kill.trace
@@ -189,10 +192,18 @@ func splitNonEmpty(s string) []string {
 
 // setKubeletRateLimits gives the API client kubelet's defaults
 // (kubeAPIQPS 50, kubeAPIBurst 100): client-go's own 5 and 10 let a burst
-// of new pods wait on each other's requests, about 2.8 s a pod.
+// of new pods wait on each other's requests, about 2.8 s a pod. It also
+// speaks protobuf, kubelet's default --kube-api-content-type (client-go's
+// is JSON, which the bench tier's profile showed decoding every pod the
+// informers receive), accepting JSON for a resource without protobuf.
 func setKubeletRateLimits(cfg *rest.Config) {
 	cfg.QPS, cfg.Burst = 50, 100
+	cfg.ContentType = kubeAPIContentType
+	cfg.AcceptContentTypes = kubeAPIContentType + ",application/json"
 }
+
+// kubeAPIContentType is kubelet's default --kube-api-content-type.
+const kubeAPIContentType = "application/vnd.kubernetes.protobuf"
 
 // hostCgroups makes kubelet's QoS cgroups on this host (under cgroupRoot,
 // node allocatable enforced on kubepods: capacity minus no reservation, as
@@ -225,6 +236,7 @@ type apiFlags struct {
 	addr, clientCA, certFile, keyFile string
 	rotate                            bool
 	unsafeSysctls                     []string // -allowed-unsafe-sysctls, carried with these
+	maxPods                           int      // -max-pods, likewise
 }
 
 // nodeAPI listens and finds the serving certificate as kubelet would with

@@ -40,7 +40,7 @@ func (a *agent) newHeartbeat() *nodestatus.Heartbeat {
 		PIDPressure:    a.pressure((*eviction.Manager).IsUnderPIDPressure),
 		// Device plugins' resources (devices.go), as kubelet's
 		// GetDevicePluginResourceCapacity.
-		Machine: nodestatus.MachineConfig{DevicePlugins: a.dm.Capacity},
+		Machine: nodestatus.MachineConfig{MaxPods: a.MaxPods, DevicePlugins: a.dm.Capacity},
 	})
 	// node.status.volumesInUse after Ready, as kubelet's setters; what
 	// each sync reported tells the volume manager which attachable
