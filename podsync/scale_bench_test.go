@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstart/podstart/images"
@@ -69,6 +72,54 @@ func BenchmarkGarbageCollectSuperseded(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/pod")
 			if got := removed.Load(); got != int64(n*b.N) {
 				b.Fatalf("%d RemoveContainer calls, want %d", got, n*b.N)
+			}
+		})
+	}
+}
+
+// BenchmarkPodStatus: one pod's status read (each sync reads it) on a
+// node of N running pods whose instances the cache already knows: the
+// two lists filtered by the pod's UID and the cache's check of that
+// pod's entries. Must not grow with N (it did: the check scanned every
+// cached instance of the node).
+func BenchmarkPodStatus(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
+			rt := fake.New(fake.WithImages("busybox:1.36"), fake.WithCallLog(false))
+			t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+			var pods []*corev1.Pod
+			for i := 0; i < n; i++ {
+				uid := fmt.Sprintf("uid-%05d", i)
+				name := fmt.Sprintf("p%05d", i)
+				labels := map[string]string{podsync.LabelPodUID: uid, podsync.LabelPodName: name, podsync.LabelPodNamespace: "scale"}
+				sb := rt.SeedSandbox(&runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "scale", Uid: uid}, Labels: labels},
+					runtimeapi.PodSandboxState_SANDBOX_READY, t0)
+				cl := map[string]string{podsync.LabelContainerName: "app"}
+				for k, v := range labels {
+					cl[k] = v
+				}
+				cfg := &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: &runtimeapi.ImageSpec{Image: "busybox:1.36"}, Labels: cl}
+				if _, err := rt.SeedContainer(sb, cfg, fake.Seeded{State: runtimeapi.ContainerState_CONTAINER_RUNNING, CreatedAt: t0}); err != nil {
+					b.Fatal(err)
+				}
+				pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "scale", UID: types.UID(uid)}})
+			}
+			ims := images.NewManager(rt)
+			b.Cleanup(func() { ims.Close() })
+			root := b.TempDir()
+			s := podsync.NewSyncer(rt, ims, podsync.WithRootDir(root), podsync.WithPodLogsDir(filepath.Join(root, "logs")))
+			ctx := context.Background()
+			if _, _, err := s.StatusCache().Relist(ctx); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				st, err := s.Status(ctx, pods[i%n])
+				i++
+				if err != nil || len(st.ContainerStatuses) != 1 {
+					b.Fatal(err)
+				}
 			}
 		})
 	}
