@@ -51,6 +51,41 @@ type StatusCache struct {
 	sandboxes  map[string]cachedSandbox
 	// ips are each pod's last IPs, kept once no sandbox is ready.
 	ips map[types.UID][]string
+	// ctrsOf and sbsOf are the IDs of each pod's cached instances: a
+	// read of one pod looks for its vanished instances among its own, not
+	// among the node's (which made starting N pods O(N²), issue 41).
+	ctrsOf map[types.UID]map[string]struct{}
+	sbsOf  map[types.UID]map[string]struct{}
+}
+
+// setContainer caches a container's entry; c.mu is held.
+func (c *StatusCache) setContainer(id string, e cachedContainer) {
+	c.containers[id] = e
+	addID(c.ctrsOf, e.uid, id)
+}
+
+// setSandbox caches a sandbox's entry; c.mu is held.
+func (c *StatusCache) setSandbox(id string, e cachedSandbox) {
+	c.sandboxes[id] = e
+	addID(c.sbsOf, e.uid, id)
+}
+
+func addID(m map[types.UID]map[string]struct{}, uid types.UID, id string) {
+	set := m[uid]
+	if set == nil {
+		set = map[string]struct{}{}
+		m[uid] = set
+	}
+	set[id] = struct{}{}
+}
+
+func dropID(m map[types.UID]map[string]struct{}, uid types.UID, id string) {
+	if set := m[uid]; set != nil {
+		delete(set, id)
+		if len(set) == 0 {
+			delete(m, uid)
+		}
+	}
 }
 
 type cachedContainer struct {
@@ -88,7 +123,8 @@ type cachedSandbox struct {
 
 // NewStatusCache returns an empty cache over rt.
 func NewStatusCache(rt runtime.RuntimeService) *StatusCache {
-	return &StatusCache{rt: rt, clock: clock.RealClock{}, containers: map[string]cachedContainer{}, sandboxes: map[string]cachedSandbox{}, ips: map[types.UID][]string{}}
+	return &StatusCache{rt: rt, clock: clock.RealClock{}, containers: map[string]cachedContainer{}, sandboxes: map[string]cachedSandbox{}, ips: map[types.UID][]string{},
+		ctrsOf: map[types.UID]map[string]struct{}{}, sbsOf: map[types.UID]map[string]struct{}{}}
 }
 
 // PodStatus returns one pod's status: ListPodSandbox and ListContainers
@@ -103,7 +139,7 @@ func (c *StatusCache) PodStatus(ctx context.Context, pod *corev1.Pod) (*PodStatu
 	if err != nil {
 		return nil, fmt.Errorf("list containers of pod %s: %w", podName(pod), runtime.Classify(err))
 	}
-	statuses, _, err := c.update(ctx, sandboxes, containers, func(uid types.UID) bool { return uid == pod.UID })
+	statuses, _, err := c.update(ctx, sandboxes, containers, pod.UID)
 	if err != nil {
 		return nil, err
 	}
@@ -178,12 +214,13 @@ func (c *StatusCache) Relist(ctx context.Context) (map[types.UID]*PodStatus, []t
 	if err != nil {
 		return nil, nil, fmt.Errorf("list containers: %w", runtime.Classify(err))
 	}
-	return c.update(ctx, sandboxes, containers, func(types.UID) bool { return true })
+	return c.update(ctx, sandboxes, containers, "")
 }
 
-// update refreshes the cache from listed instances; scope says which pods
-// the lists covered, so entries of those pods that were not listed are gone.
-func (c *StatusCache) update(ctx context.Context, sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container, scope func(types.UID) bool) (map[types.UID]*PodStatus, []types.UID, error) {
+// update refreshes the cache from listed instances; only is the pod the
+// lists covered ("": every pod), so entries of those pods that were not
+// listed are gone.
+func (c *StatusCache) update(ctx context.Context, sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container, only types.UID) (map[types.UID]*PodStatus, []types.UID, error) {
 	changed := map[types.UID]bool{}
 	pods := map[types.UID]*PodStatus{}
 	pod := func(labels map[string]string) *PodStatus {
@@ -221,7 +258,7 @@ func (c *StatusCache) update(ctx context.Context, sandboxes []*runtimeapi.PodSan
 			}
 			e = cachedSandbox{uid: p.UID, state: resp.Status.State, status: resp.Status}
 			c.mu.Lock()
-			c.sandboxes[sb.Id] = e
+			c.setSandbox(sb.Id, e)
 			c.mu.Unlock()
 			changed[p.UID] = true
 		}
@@ -265,27 +302,55 @@ func (c *StatusCache) update(ctx context.Context, sandboxes []*runtimeapi.PodSan
 			}
 			e = fresh
 			c.mu.Lock()
-			c.containers[ct.Id] = e
+			c.setContainer(ct.Id, e)
 			c.mu.Unlock()
 		}
 		p.ContainerStatuses = append(p.ContainerStatuses, e.status)
 	}
 	c.mu.Lock()
-	for id, e := range c.containers {
-		if !seen[id] && scope(e.uid) {
+	ctrs, sbs := c.containers, c.sandboxes
+	if only != "" {
+		ctrs, sbs = nil, nil
+		for id := range c.ctrsOf[only] {
+			if e, ok := c.containers[id]; ok {
+				if ctrs == nil {
+					ctrs = map[string]cachedContainer{}
+				}
+				ctrs[id] = e
+			}
+		}
+		for id := range c.sbsOf[only] {
+			if e, ok := c.sandboxes[id]; ok {
+				if sbs == nil {
+					sbs = map[string]cachedSandbox{}
+				}
+				sbs[id] = e
+			}
+		}
+	}
+	for id, e := range ctrs {
+		if !seen[id] {
 			delete(c.containers, id)
+			dropID(c.ctrsOf, e.uid, id)
 			changed[e.uid] = true
 		}
 	}
-	for id, e := range c.sandboxes {
-		if !seen[id] && scope(e.uid) {
+	for id, e := range sbs {
+		if !seen[id] {
 			delete(c.sandboxes, id)
+			dropID(c.sbsOf, e.uid, id)
 			changed[e.uid] = true
 		}
 	}
-	for uid := range c.ips {
-		if scope(uid) && pods[uid] == nil {
-			delete(c.ips, uid) // nothing of the pod is left
+	if only != "" {
+		if pods[only] == nil {
+			delete(c.ips, only) // nothing of the pod is left
+		}
+	} else {
+		for uid := range c.ips {
+			if pods[uid] == nil {
+				delete(c.ips, uid)
+			}
 		}
 	}
 	c.mu.Unlock()
@@ -348,5 +413,8 @@ func (c *StatusCache) keepIPs(p *PodStatus) {
 func (c *StatusCache) forget(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.containers, id)
+	if e, ok := c.containers[id]; ok {
+		delete(c.containers, id)
+		dropID(c.ctrsOf, e.uid, id)
+	}
 }

@@ -153,6 +153,17 @@ func (s *Syncer) GarbageCollect(ctx context.Context, policy GCPolicy, wanted fun
 	units := map[unit][]*runtimeapi.Container{}
 	now := s.o.clock.Now()
 	removed := map[string]bool{}
+	// The newest instance of each container of each pod, for the
+	// superseded instances that never started (one pass: asking, for each
+	// such instance, every other one cost O(N²) on a node of N pods that
+	// fail to start, issue 41).
+	newest := map[unit]int64{}
+	for _, c := range containers {
+		u := unit{types.UID(c.Labels[LabelPodUID]), c.Labels[LabelContainerName]}
+		if at, ok := newest[u]; !ok || c.CreatedAt > at {
+			newest[u] = c.CreatedAt
+		}
+	}
 	for _, c := range containers {
 		uid := types.UID(c.Labels[LabelPodUID])
 		if !keep[uid] || c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -175,7 +186,7 @@ func (s *Syncer) GarbageCollect(ctx context.Context, policy GCPolicy, wanted fun
 		for _, c := range list {
 			// Listed as created means never started: a started instance is
 			// running or exited.
-			if c.State == runtimeapi.ContainerState_CONTAINER_CREATED && newerInstance(containers, c) {
+			if c.State == runtimeapi.ContainerState_CONTAINER_CREATED && newest[u] > c.CreatedAt {
 				remove(c)
 				continue
 			}
@@ -213,16 +224,16 @@ func (s *Syncer) GarbageCollect(ctx context.Context, policy GCPolicy, wanted fun
 			used[c.PodSandboxId] = true
 		}
 	}
-	newest := map[types.UID]*runtimeapi.PodSandbox{}
+	newestSandbox := map[types.UID]*runtimeapi.PodSandbox{}
 	for _, sb := range sandboxes {
 		uid := types.UID(sb.GetMetadata().GetUid())
-		if n := newest[uid]; n == nil || sb.CreatedAt > n.CreatedAt {
-			newest[uid] = sb
+		if n := newestSandbox[uid]; n == nil || sb.CreatedAt > n.CreatedAt {
+			newestSandbox[uid] = sb
 		}
 	}
 	for _, sb := range sandboxes {
 		uid := types.UID(sb.GetMetadata().GetUid())
-		if !keep[uid] || newest[uid] == sb || used[sb.Id] || sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+		if !keep[uid] || newestSandbox[uid] == sb || used[sb.Id] || sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
 			continue
 		}
 		if err := s.removeSandbox(ctx, sb.Id); err != nil {
@@ -230,18 +241,6 @@ func (s *Syncer) GarbageCollect(ctx context.Context, policy GCPolicy, wanted fun
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// newerInstance reports whether another instance of c's container in the
-// same pod was created after c.
-func newerInstance(all []*runtimeapi.Container, c *runtimeapi.Container) bool {
-	for _, o := range all {
-		if o.Id != c.Id && o.CreatedAt > c.CreatedAt &&
-			o.Labels[LabelPodUID] == c.Labels[LabelPodUID] && o.Labels[LabelContainerName] == c.Labels[LabelContainerName] {
-			return true
-		}
-	}
-	return false
 }
 
 // RemovePod removes everything of a pod from the node: it stops what

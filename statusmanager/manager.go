@@ -111,6 +111,13 @@ type Manager struct {
 	mu       sync.Mutex
 	statuses map[types.UID]*entry
 	written  map[types.UID]corev1.PodStatus
+	// pending are the pods a wake-up's batch looks at: a new version, a
+	// write that failed; statics the static pods, whose mirror pod (and
+	// so what was written) may change with no new status. The periodic
+	// reconcile looks at every pod. Without them each batch scanned every
+	// pod, and N pods starting cost O(N²) (issue 41).
+	pending map[types.UID]struct{}
+	statics map[types.UID]struct{}
 
 	// syncMu serialises syncs (Run's and Sync's): kubelet syncs from one
 	// goroutine. apiVersions is used only under it.
@@ -126,7 +133,8 @@ func New(client Client, opts ...Option) *Manager {
 		opt(&o)
 	}
 	return &Manager{client: client, o: o, wake: make(chan struct{}, 1),
-		statuses: map[types.UID]*entry{}, written: map[types.UID]corev1.PodStatus{}, apiVersions: map[types.UID]uint64{}}
+		statuses: map[types.UID]*entry{}, written: map[types.UID]corev1.PodStatus{}, apiVersions: map[types.UID]uint64{},
+		pending: map[types.UID]struct{}{}, statics: map[types.UID]struct{}{}}
 }
 
 // OnSync takes a pod's newest state from podworker (pass it to
@@ -167,6 +175,12 @@ func (m *Manager) OnSync(uid types.UID, st podworker.PodState) {
 	}
 	e.version++
 	m.statuses[uid] = e
+	m.pending[uid] = struct{}{}
+	if m.o.mirrors != nil {
+		if _, static := m.o.mirrors.MirrorPodUID(uid); static {
+			m.statics[uid] = struct{}{}
+		}
+	}
 	select {
 	case m.wake <- struct{}{}:
 	default:
@@ -242,8 +256,26 @@ func (m *Manager) syncBatch(ctx context.Context, all bool) error {
 	}
 	var updates []update
 	m.mu.Lock()
-	keys := make(map[types.UID]types.UID, len(m.statuses)) // status UID → the API pod's
-	for uid := range m.statuses {
+	// A wake-up looks at the pending pods and the static ones, the
+	// reconcile at all; either takes the pending ones (a failure puts its
+	// pod back).
+	look := m.statuses
+	if !all {
+		look = make(map[types.UID]*entry, len(m.pending)+len(m.statics))
+		for uid := range m.pending {
+			if e := m.statuses[uid]; e != nil {
+				look[uid] = e
+			}
+		}
+		for uid := range m.statics {
+			if e := m.statuses[uid]; e != nil {
+				look[uid] = e
+			}
+		}
+	}
+	clear(m.pending)
+	keys := make(map[types.UID]types.UID, len(look)) // status UID → the API pod's
+	for uid := range look {
 		if key, ok := m.apiUID(uid); ok {
 			keys[uid] = key
 		}
@@ -259,7 +291,7 @@ func (m *Manager) syncBatch(ctx context.Context, all bool) error {
 			}
 		}
 	}
-	for uid, e := range m.statuses {
+	for uid, e := range look {
 		key, ok := keys[uid]
 		switch {
 		case !ok:
@@ -282,6 +314,11 @@ func (m *Manager) syncBatch(ctx context.Context, all bool) error {
 	for _, u := range updates {
 		if err := m.syncPod(ctx, u.uid, u.e); err != nil {
 			errs = append(errs, err)
+			m.mu.Lock()
+			if m.statuses[u.uid] != nil {
+				m.pending[u.uid] = struct{}{} // retried at the next wake-up too
+			}
+			m.mu.Unlock()
 		}
 	}
 	return errors.Join(errs...)
@@ -393,8 +430,7 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID, e entry) error {
 // drop forgets a pod (kubelet's deletePodStatus).
 func (m *Manager) drop(uid types.UID) {
 	m.mu.Lock()
-	delete(m.statuses, uid)
-	delete(m.written, uid)
+	m.forgetLocked(uid)
 	m.mu.Unlock()
 	delete(m.apiVersions, uid)
 }
@@ -404,8 +440,15 @@ func (m *Manager) forget(uid types.UID, version uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e := m.statuses[uid]; e != nil && e.version == version {
-		delete(m.statuses, uid)
-		delete(m.written, uid)
+		m.forgetLocked(uid)
 		delete(m.apiVersions, uid)
 	}
+}
+
+// forgetLocked drops what mu guards of a pod.
+func (m *Manager) forgetLocked(uid types.UID) {
+	delete(m.statuses, uid)
+	delete(m.written, uid)
+	delete(m.pending, uid)
+	delete(m.statics, uid)
 }

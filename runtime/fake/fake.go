@@ -37,7 +37,10 @@ type Runtime struct {
 	imageFs      string // ImageFsInfo's mount point; "": DefaultImageFsMountpoint
 	sandboxes    map[string]*sandbox
 	containers   map[string]*container
+	idx          index // index.go
 	calls        []Call
+	counts       map[string]int // calls by method since the last ResetCalls
+	noCallLog    bool           // WithCallLog(false)
 	interceptors []*interceptor
 	answerers    []*answerer
 	onStart      StartFunc
@@ -198,7 +201,14 @@ func New(opts ...Option) *Runtime {
 
 var _ runtime.Runtime = (*Runtime)(nil)
 
-// Calls returns the calls made so far, in order.
+// WithCallLog sets whether the calls are kept for Calls (the default) or
+// only counted (CallCount, CallCounts): a run of many pods or a long one
+// then holds no memory for its calls, which a kept log does (every
+// request, cloned) until ResetCalls.
+func WithCallLog(on bool) Option { return func(r *Runtime) { r.noCallLog = !on } }
+
+// Calls returns the calls made so far, in order (none when the runtime
+// was built WithCallLog(false)).
 func (r *Runtime) Calls() []Call {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -209,26 +219,34 @@ func (r *Runtime) Calls() []Call {
 func (r *Runtime) CallCount(method string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := 0
-	for _, c := range r.calls {
-		if c.Method == method {
-			n++
-		}
-	}
-	return n
+	return r.counts[method]
+}
+
+// CallCounts returns how many times each method was called since the
+// runtime was built or ResetCalls.
+func (r *Runtime) CallCounts() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.counts)
 }
 
 // ResetCalls forgets the recorded calls.
 func (r *Runtime) ResetCalls() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.calls = nil
+	r.calls, r.counts = nil, nil
 }
 
 // enter records a call and runs the interceptors outside the lock.
 func (r *Runtime) enter(ctx context.Context, method string, req proto.Message) error {
 	r.mu.Lock()
-	r.calls = append(r.calls, Call{Method: method, Request: req})
+	if !r.noCallLog {
+		r.calls = append(r.calls, Call{Method: method, Request: req})
+	}
+	if r.counts == nil {
+		r.counts = map[string]int{}
+	}
+	r.counts[method]++
 	ics := append([]*interceptor(nil), r.interceptors...)
 	r.mu.Unlock()
 	if err := ctx.Err(); err != nil {
@@ -518,7 +536,7 @@ func (b *bare) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxC
 	if config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() != runtimeapi.NamespaceMode_NODE {
 		s.ip = fmt.Sprintf("10.88.%d.%d", (r.nextID/250)%250, r.nextID%250+2)
 	}
-	r.sandboxes[s.id] = s
+	r.addSandbox(s)
 	return s.id, nil
 }
 
@@ -546,8 +564,10 @@ func (b *bare) StopPodSandbox(ctx context.Context, id string) error {
 func (r *Runtime) stopSandbox(s *sandbox) {
 	r.settle()
 	s.state = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
-	for _, c := range r.containers {
-		if c.sandboxID == s.id && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+	cs := values(r.idx.containersBySandbox[s.id])
+	sortContainers(cs)
+	for _, c := range cs {
+		if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
 			r.exitContainer(c, Exit{Code: 137, Reason: "Error"})
 		}
 	}
@@ -569,13 +589,13 @@ func (b *bare) RemovePodSandbox(ctx context.Context, id string) error {
 	if s, ok := r.sandboxes[id]; ok && s.state == runtimeapi.PodSandboxState_SANDBOX_READY {
 		return fail(codes.FailedPrecondition, "sandbox container %q is not fully stopped", id)
 	}
-	for cid, c := range r.containers {
-		if c.sandboxID == id {
-			r.forget(c)
-			delete(r.containers, cid)
-		}
+	for _, c := range values(r.idx.containersBySandbox[id]) {
+		r.forget(c)
+		r.removeContainer(c)
 	}
-	delete(r.sandboxes, id)
+	if s, ok := r.sandboxes[id]; ok {
+		r.removeSandbox(s)
+	}
 	return nil
 }
 
@@ -626,7 +646,7 @@ func (b *bare) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandbox
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []*runtimeapi.PodSandbox
-	for _, s := range r.sandboxes {
+	for _, s := range r.sandboxCandidates(filter.GetId(), filter.GetLabelSelector()) {
 		if f := filter; f != nil {
 			if f.Id != "" && f.Id != s.id || f.State != nil && f.State.State != s.state || !labelsMatch(s.config.Labels, f.LabelSelector) {
 				continue
@@ -679,7 +699,7 @@ func (b *bare) CreateContainer(ctx context.Context, sandboxID string, config *ru
 		logPath: joinLogPath(s.config.GetLogDirectory(), config.GetLogPath()),
 		state:   runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.now(),
 	}
-	r.containers[c.id] = c
+	r.addContainer(c)
 	r.emit(c, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT)
 	return c.id, nil
 }
@@ -864,7 +884,7 @@ func (b *bare) RemoveContainer(ctx context.Context, id string) error {
 	defer r.mu.Unlock()
 	if c, ok := r.containers[id]; ok {
 		r.forget(c)
-		delete(r.containers, id)
+		r.removeContainer(c)
 		r.emit(c, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT)
 	}
 	return nil
@@ -883,7 +903,7 @@ func (b *bare) ListContainers(ctx context.Context, filter *runtimeapi.ContainerF
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []*runtimeapi.Container
-	for _, c := range r.sortedContainers() {
+	for _, c := range r.containerCandidates(filter.GetId(), filter.GetPodSandboxId(), filter.GetLabelSelector()) {
 		if f := filter; f != nil {
 			if f.Id != "" && f.Id != c.id || f.PodSandboxId != "" && f.PodSandboxId != c.sandboxID ||
 				f.State != nil && f.State.State != c.state || !labelsMatch(c.config.Labels, f.LabelSelector) {

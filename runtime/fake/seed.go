@@ -24,7 +24,7 @@ func (r *Runtime) SeedSandbox(config *runtimeapi.PodSandboxConfig, state runtime
 	if config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() != runtimeapi.NamespaceMode_NODE {
 		s.ip = fmt.Sprintf("10.88.%d.%d", (r.nextID/250)%250, r.nextID%250+2)
 	}
-	r.sandboxes[s.id] = s
+	r.addSandbox(s)
 	return s.id
 }
 
@@ -84,7 +84,7 @@ func (r *Runtime) SeedContainer(sandboxID string, config *runtimeapi.ContainerCo
 		c.exitedAt = r.stamp(seed.FinishedAt)
 		c.exit = withReason(seed.Exit)
 	}
-	r.containers[c.id] = c
+	r.addContainer(c)
 	return c.id, nil
 }
 

@@ -99,7 +99,7 @@ func (b *bare) ListContainerStats(ctx context.Context, filter *runtimeapi.Contai
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []*runtimeapi.ContainerStats
-	for _, c := range r.sortedContainers() {
+	for _, c := range r.containerCandidates(filter.GetId(), filter.GetPodSandboxId(), filter.GetLabelSelector()) {
 		if f := filter; f != nil && (f.Id != "" && f.Id != c.id || f.PodSandboxId != "" && f.PodSandboxId != c.sandboxID || !labelsMatch(c.config.Labels, f.LabelSelector)) {
 			continue
 		}
@@ -121,14 +121,11 @@ func (b *bare) ListPodSandboxStats(ctx context.Context, filter *runtimeapi.PodSa
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ids := make([]string, 0, len(r.sandboxes))
-	for id := range r.sandboxes {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	cands := r.sandboxCandidates(filter.GetId(), filter.GetLabelSelector())
+	sort.Slice(cands, func(i, j int) bool { return cands[i].id < cands[j].id })
+	r.settle()
 	var out []*runtimeapi.PodSandboxStats
-	for _, id := range ids {
-		s := r.sandboxes[id]
+	for _, s := range cands {
 		if f := filter; f != nil && (f.Id != "" && f.Id != s.id || !labelsMatch(s.config.Labels, f.LabelSelector)) {
 			continue
 		}
@@ -145,10 +142,9 @@ func (r *Runtime) sandboxStats(s *sandbox) *runtimeapi.PodSandboxStats {
 		Attributes: &runtimeapi.PodSandboxAttributes{Id: s.id, Metadata: clone(s.config.Metadata), Labels: maps.Clone(s.config.Labels), Annotations: maps.Clone(s.config.Annotations)},
 		Linux:      &runtimeapi.LinuxPodSandboxStats{Memory: &runtimeapi.MemoryUsage{Timestamp: now, WorkingSetBytes: &runtimeapi.UInt64Value{}, UsageBytes: &runtimeapi.UInt64Value{}}},
 	}
-	for _, c := range r.sortedContainers() {
-		if c.sandboxID != s.id {
-			continue
-		}
+	cs := values(r.idx.containersBySandbox[s.id])
+	sortContainers(cs)
+	for _, c := range cs {
 		cs := r.statsOf(c)
 		st.Linux.Containers = append(st.Linux.Containers, cs)
 		st.Linux.Memory.UsageBytes.Value += c.memory
@@ -173,22 +169,6 @@ func (r *Runtime) statsOf(c *container) *runtimeapi.ContainerStats {
 		WritableLayer: &runtimeapi.FilesystemUsage{Timestamp: now, FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: mp},
 			UsedBytes: &runtimeapi.UInt64Value{}, InodesUsed: &runtimeapi.UInt64Value{}},
 	}
-}
-
-// sortedContainers is r's containers by creation, then ID. r.mu is held.
-func (r *Runtime) sortedContainers() []*container {
-	r.settle()
-	out := make([]*container, 0, len(r.containers))
-	for _, c := range r.containers {
-		out = append(out, c)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].createdAt != out[j].createdAt {
-			return out[i].createdAt < out[j].createdAt
-		}
-		return out[i].id < out[j].id
-	})
-	return out
 }
 
 var (

@@ -46,6 +46,31 @@ type Client struct {
 	calls []Call
 	fail  map[string][]error
 	rv    int
+	// counts are the calls by verb since ClearCalls; noLog: calls are
+	// counted, not kept (SetCallLog).
+	counts map[string]int
+	noLog  bool
+}
+
+// SetCallLog sets whether calls are kept for Calls and Verbs (the
+// default) or only counted (Counts): a run of many pods, or a long one,
+// then holds no memory for them.
+func (c *Client) SetCallLog(on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.noLog = !on
+}
+
+// Counts returns the calls received by verb since the client was made or
+// ClearCalls.
+func (c *Client) Counts() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.counts))
+	for v, n := range c.counts {
+		out[v] = n
+	}
+	return out
 }
 
 // NewClient returns a Client holding copies of pods.
@@ -107,12 +132,18 @@ func (c *Client) Verbs() []string {
 func (c *Client) ClearCalls() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.calls = nil
+	c.calls, c.counts = nil, nil
 }
 
 // record notes a call and returns the failure scripted for it, if any.
 func (c *Client) record(call Call) error {
-	c.calls = append(c.calls, call)
+	if !c.noLog {
+		c.calls = append(c.calls, call)
+	}
+	if c.counts == nil {
+		c.counts = map[string]int{}
+	}
+	c.counts[call.Verb]++
 	if errs := c.fail[call.Verb]; len(errs) > 0 {
 		c.fail[call.Verb] = errs[1:]
 		return errs[0]
