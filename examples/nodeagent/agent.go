@@ -50,11 +50,16 @@ import (
 // Config is what the agent needs: an API client, a runtime, and the node's
 // name and directories.
 type Config struct {
-	Client     kubernetes.Interface
-	Runtime    runtime.Runtime
-	NodeName   string
-	RootDir    string
-	PodLogsDir string
+	Client kubernetes.Interface
+	// EventClient sends the events (nil: Client). Kubelet sends them
+	// through a client of their own, rate-limited apart (eventRecordQPS
+	// 50, eventBurst 100), so that a burst of events never delays a
+	// status write.
+	EventClient kubernetes.Interface
+	Runtime     runtime.Runtime
+	NodeName    string
+	RootDir     string
+	PodLogsDir  string
 	// Clock drives the Lease renewals, node status updates, runtime status
 	// checks and the status manager's periodic reconcile.
 	Clock clock.WithTicker
@@ -181,7 +186,11 @@ func Run(ctx context.Context, cfg Config) error {
 
 	// Events reach the API server as kubelet's do: source component "kubelet", host the node.
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cfg.Client.CoreV1().Events("")})
+	events := cfg.EventClient
+	if events == nil {
+		events = cfg.Client
+	}
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: events.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: cfg.NodeName})
 	// The agent's loops log their failures (retried) through logr.

@@ -109,6 +109,12 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 	if err != nil {
 		return err
 	}
+	// Events through a client of their own, as kubelet's (eventRecordQPS
+	// 50, eventBurst 100: the same numbers, a separate limiter).
+	eventClient, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	if err != nil {
+		return err
+	}
 	kill, err := chaosKill()
 	if err != nil {
 		return err
@@ -162,6 +168,7 @@ func run(ctx context.Context, kubeconfig, nodeName, endpoint, rootDir, logsDir, 
 		CgroupRoot:    cgroupRoot,
 		CgroupDriver:  driver,
 		Client:        client,
+		EventClient:   eventClient,
 		Runtime:       rt,
 		NodeName:      nodeName,
 		RootDir:       rootDir,
