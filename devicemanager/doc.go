@@ -96,5 +96,7 @@
 //     directory when it registers its plugin watcher handler; the
 //     WatcherHandler does not.
 //   - The device health of allocated devices in container statuses
-//     (ResourceHealthStatus, alpha) is not reported.
+//     (allocatedResourcesStatus; ResourceHealthStatus, beta and on in
+//     v1.37) is not reported for device plugins' devices (package dra
+//     reports it for DRA's).
 package devicemanager
