@@ -50,6 +50,12 @@
 //
 // # Differences from kubelet
 //
+//   - A manifest whose pod-level limit of a resource is below its
+//     containers' aggregate request, with no pod-level request of that
+//     resource, is refused: validation.Pod judges the request the API
+//     server's defaulting would set (the aggregate) against the limit.
+//     Kubelet never defaults a static pod's pod-level request and keeps
+//     the pod.
 //   - A manifest directory that cannot be listed (permissions) keeps its
 //     pods and is reported; kubelet's glob reads it as empty and removes
 //     them.

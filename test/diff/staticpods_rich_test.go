@@ -584,7 +584,21 @@ func richStaticPod(r *rand.Rand, i int, safe bool) map[string]any {
 		spec["automountServiceAccountToken"] = false
 	}
 	if maybe(r, 5) {
-		spec["resources"] = map[string]any{"requests": resourceList(r, safe, "cpu", "memory"), "limits": resourceList(r, safe, "cpu", "memory")}
+		requests, limits := resourceList(r, safe, "cpu", "memory"), resourceList(r, safe, "cpu", "memory")
+		if safe {
+			// A pod-level limit without its request: validation.Pod judges
+			// the request the API server's defaulting would set (the
+			// containers' aggregate) against the limit, where kubelet,
+			// which never defaults a static pod's, keeps the pod (a
+			// difference staticpods' doc names). The sources' comparison
+			// writes the request.
+			for name, q := range limits {
+				if _, ok := requests[name]; !ok {
+					requests[name] = q
+				}
+			}
+		}
+		spec["resources"] = map[string]any{"requests": requests, "limits": limits}
 	}
 	if !safe && maybe(r, 5) {
 		spec["serviceAccountName"] = "sa"
