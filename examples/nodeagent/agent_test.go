@@ -43,6 +43,12 @@ type harness struct {
 // the test ends, and waits until it is ready.
 func start(t *testing.T, opts ...fake.Option) *harness {
 	t.Helper()
+	return startWith(t, nil, opts...)
+}
+
+// startWith is start with the agent's Config changed by edit first.
+func startWith(t *testing.T, edit func(*Config), opts ...fake.Option) *harness {
+	t.Helper()
 	h := &harness{
 		client: newFakeClientset(),
 		clock:  testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
@@ -51,8 +57,12 @@ func start(t *testing.T, opts ...fake.Option) *harness {
 		// The runtime is a fake: the volumes' tmpfs are too.
 		mounter: fakemount.New(),
 	}
-	runAgent(t, Config{Client: h.client, Runtime: h.rt, NodeName: nodeName, RootDir: h.root,
-		PodLogsDir: filepath.Join(h.root, "logs"), Clock: h.clock, Mounter: h.mounter})
+	cfg := Config{Client: h.client, Runtime: h.rt, NodeName: nodeName, RootDir: h.root,
+		PodLogsDir: filepath.Join(h.root, "logs"), Clock: h.clock, Mounter: h.mounter}
+	if edit != nil {
+		edit(&cfg)
+	}
+	runAgent(t, cfg)
 	return h
 }
 

@@ -2,31 +2,17 @@ package main
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	testingclock "k8s.io/utils/clock/testing"
-
-	fakemount "github.com/podstart/podstart/mounts/fake"
-	"github.com/podstart/podstart/runtime/fake"
 )
 
 // Config.EventClient receives the events (kubelet's separate event
 // client, rate-limited apart); Client then sends none.
 func TestEventClient(t *testing.T) {
-	h := &harness{
-		client:  newFakeClientset(),
-		clock:   testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
-		rt:      fake.New(),
-		root:    t.TempDir(),
-		mounter: fakemount.New(),
-	}
 	events := newFakeClientset()
-	runAgent(t, Config{Client: h.client, EventClient: events, Runtime: h.rt, NodeName: nodeName, RootDir: h.root,
-		PodLogsDir: filepath.Join(h.root, "logs"), Clock: h.clock, Mounter: h.mounter})
+	h := startWith(t, func(c *Config) { c.EventClient = events })
 	ctx := context.Background()
 	if _, err := h.client.CoreV1().Pods("default").Create(ctx, testPod("web"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
