@@ -103,6 +103,10 @@ var rules = map[string]rule{
 	// bench: the on-demand steady-state tier (issue 27), over the
 	// library as a user's agent would use it.
 	"bench/...": {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes", clientGo}},
+	// The bench program itself (package main, never imported): its cluster
+	// mode (issue 41) drives a kube-apiserver as the reference node agent
+	// does, with client-go; its commands below keep the rule.
+	"bench": {module: []string{"..."}, forbid: []string{"k8s.io/kubernetes"}},
 
 	// devicemanager: kubelet's device manager (issue 39), floor 6 beside
 	// volumemanager: one node concern (plugins' devices, allocation,
