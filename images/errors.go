@@ -38,12 +38,11 @@ type Error struct {
 	Reason error // one of the sentinels above
 	Err    error // the underlying error, if any
 	// Until is when the pull back-off this failure is in, or started,
-	// ends; zero when there is none.
+	// ends; zero when there is none. It is information: as kubelet's,
+	// a pod worker retries a failed pull at its error period, not then
+	// (podsync.MinBackOffExpiration).
 	Until time.Time
 }
-
-// BackOffUntil is Until, for podsync.MinBackOffExpiration.
-func (e *Error) BackOffUntil() time.Time { return e.Until }
 
 // Error is the sentinel's text: the container waiting reason.
 func (e *Error) Error() string { return e.Reason.Error() }

@@ -62,8 +62,10 @@
 //     kept (ErrPodDirInUse).
 //     ListPods groups the runtime's pods by UID with two calls.
 //   - A result's NextSync (MinBackOffExpiration) is the earliest end of a
-//     crash-loop or image back-off (BackOffError, images.Error.Until), so
-//     a loop sleeps until then.
+//     crash-loop back-off (BackOffError), so a loop sleeps until then. An
+//     image pull's back-off has none, as in kubelet v1.37.2: the pod is
+//     retried at the loop's error period (ErrImagePull and
+//     ImagePullBackOff then alternate in its status, as on kubelet).
 //   - Status goes through StatusCache: per call one ListPodSandbox and one
 //     ListContainers, and a status call only for an instance that is new
 //     or changed state, or that failed (non-zero exit code) less than

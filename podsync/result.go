@@ -139,9 +139,10 @@ func (e *StepError) Unwrap() []error { return []error{e.Reason, e.Err} }
 
 func stepError(reason, err error) error { return &StepError{Reason: reason, Err: err} }
 
-// BackOffError is a step refused because its container or image is in
-// back-off until a known time (kubelet's BackoffError, v1.34+). errors.Is
-// matches its Reason (ErrCrashLoopBackOff, images.ErrImagePullBackOff).
+// BackOffError is a step refused because its container is in crash-loop
+// back-off until a known time (kubelet's BackoffError, which v1.37.2 gives
+// CrashLoopBackOff alone). errors.Is matches its Reason
+// (ErrCrashLoopBackOff).
 type BackOffError struct {
 	Reason error
 	Until  time.Time
@@ -157,9 +158,13 @@ func (e *BackOffError) Unwrap() error { return e.Reason }
 func (e *BackOffError) BackOffUntil() time.Time { return e.Until }
 
 // MinBackOffExpiration is kubelet's: the earliest end of a back-off among
-// err and everything it wraps (any error with a BackOffUntil() time.Time
-// method, as *BackOffError and *images.Error have), and whether there is
-// one.
+// err and everything it wraps (each *BackOffError), and whether there is
+// one. An image pull's back-off is not one: kubelet v1.37.2's pull errors
+// carry no expiry, so a pod whose pull failed is retried at the pod
+// worker's error period and, as the pull back-off doubles, its waiting
+// reason alternates between ErrImagePull and ImagePullBackOff
+// (images.Error.Until says when the pull back-off ends, for a caller's
+// own use).
 func MinBackOffExpiration(err error) (time.Time, bool) {
 	var min time.Time
 	found := false
@@ -168,8 +173,8 @@ func MinBackOffExpiration(err error) (time.Time, bool) {
 		if err == nil {
 			return
 		}
-		if b, ok := err.(interface{ BackOffUntil() time.Time }); ok {
-			if t := b.BackOffUntil(); !t.IsZero() && (!found || t.Before(min)) {
+		if b, ok := err.(*BackOffError); ok {
+			if t := b.Until; !t.IsZero() && (!found || t.Before(min)) {
 				min, found = t, true
 			}
 		}

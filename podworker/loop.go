@@ -366,17 +366,14 @@ func (w *Workers) awaitRelist(p *worker) bool {
 }
 
 // retryAt is when a failed sync is retried, as kubelet's pod workers
-// requeue it (completeWork): when a back-off ends (the earliest, if every
-// failure is a back-off, else the earlier of that and the error retry),
-// else after the error retry; the delay at most the resync period, then
-// spread by the jitter (kubelet's 0 to 50% more).
+// requeue it (completeWork): when a crash-loop back-off ends, if the sync
+// met one (the earliest), else after the error retry; the delay at most
+// the resync period, then spread by the jitter (kubelet's 0 to 50% more).
+// An image pull's failure has no such time (podsync.MinBackOffExpiration).
 func (w *Workers) retryAt(r podsync.Result) time.Time {
 	d := w.o.errorRetry
 	if nextSync, ok := r.NextSync(); ok {
-		until := nextSync.Sub(w.o.clock.Now())
-		if onlyBackOff(r) || until < d {
-			d = until
-		}
+		d = nextSync.Sub(w.o.clock.Now())
 	}
 	return w.retryAfter(d)
 }
@@ -391,22 +388,6 @@ func (w *Workers) retryAfter(d time.Duration) time.Time {
 		d = w.o.resync
 	}
 	return w.o.clock.Now().Add(w.o.jitter(d))
-}
-
-// onlyBackOff: every failed step is a back-off, which ends on its own.
-func onlyBackOff(r podsync.Result) bool {
-	if r.SyncError != nil {
-		return false
-	}
-	for _, sr := range r.Results {
-		if sr.Err == nil {
-			continue
-		}
-		if _, ok := podsync.MinBackOffExpiration(sr.Err); !ok {
-			return false
-		}
-	}
-	return true
 }
 
 func (w *Workers) syncContext() (context.Context, context.CancelFunc) {
