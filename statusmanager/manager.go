@@ -374,11 +374,14 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID, e entry) error {
 		}
 		return nil
 	}
-	if apierrors.IsForbidden(err) && e.finished {
+	if apierrors.IsForbidden(err) && e.finished && m.wrote(uid) {
 		// The node authorizer's answer for a pod no longer bound to the
 		// node (deleted): kubelet forgets such a status when the pod
 		// leaves its pod manager (RemoveOrphanedStatuses), and the
-		// worker has removed it already.
+		// worker has removed it already. A pod never written is retried:
+		// the authorizer learns of a new pod from its own watch, after
+		// the node may have rejected it at admission (finished at once;
+		// dropped, its Failed status never reached the API server).
 		m.drop(uid)
 		return nil
 	}
@@ -407,9 +410,9 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID, e entry) error {
 	}
 	m.apiVersions[pod.UID] = e.version // the mirror pod's UID for a static pod
 	m.mu.Lock()
-	m.written[uid] = merged
-	if cur := m.statuses[uid]; cur != nil {
+	if cur := m.statuses[uid]; cur != nil { // not forgotten meanwhile
 		cur.pod = pod
+		m.written[uid] = merged
 	}
 	m.mu.Unlock()
 
@@ -425,6 +428,25 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID, e entry) error {
 		m.forget(uid, e.version) // the worker forgot it and it stays: nothing more to write
 	}
 	return nil
+}
+
+// wrote reports whether a status of the pod was written.
+func (m *Manager) wrote(uid types.UID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.written[uid]
+	return ok
+}
+
+// Forget drops what the manager holds of a pod its caller no longer has
+// (kubelet's RemoveOrphanedStatuses, for one pod): a pod deleted from the
+// API server, whose status nothing needs to write any more. It never
+// waits for a sync in flight; the version written is forgotten at the
+// next reconcile.
+func (m *Manager) Forget(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.forgetLocked(uid)
 }
 
 // drop forgets a pod (kubelet's deletePodStatus).

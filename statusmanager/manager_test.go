@@ -149,12 +149,16 @@ func TestSyncPodIgnoresNotFound(t *testing.T) {
 // TestRemovedPodForbiddenIsDropped: once the worker removed a pod and
 // its object is gone, the node authorizer answers a GET of it with 403
 // ("no relationship found between node and this object"), not 404. The
-// entry is dropped then, as kubelet's orphaned statuses are, instead of
-// being retried at every sync for ever.
+// entry of a pod written before is dropped then, as kubelet's orphaned
+// statuses are, instead of being retried at every sync for ever.
 func TestRemovedPodForbiddenIsDropped(t *testing.T) {
-	c := fake.NewClient()
-	m, _ := newManager(c)
 	pod := testPod()
+	c := fake.NewClient(pod)
+	m, _ := newManager(c)
+	m.OnSync(pod.UID, state(pod, randomStatus(), true))
+	if v := verbs(t, m, c, false); v != "get,patch" {
+		t.Fatalf("calls %s", v)
+	}
 	m.OnSync(pod.UID, removed(pod, randomStatus()))
 	c.FailNext("get", apierrors.NewForbidden(corev1.Resource("pods"), pod.Name, errors.New("no relationship found between node and this object")))
 	if err := m.Sync(context.Background(), false); err != nil {
@@ -175,6 +179,47 @@ func TestRemovedPodForbiddenIsDropped(t *testing.T) {
 	}
 	if _, ok := m.Status(pod.UID); !ok {
 		t.Error("entry of a held pod dropped on a 403")
+	}
+}
+
+// TestRejectedPodForbiddenIsRetried: a pod rejected at admission is
+// removed by the worker at once, before the node authorizer (which learns
+// of new pods from a watch of its own) may know it is bound to the node: a
+// 403 then is retried, not taken for a deleted pod's, so its Failed status
+// reaches the API server. (Failed before the fix: the node conformance
+// spec "should not launch unsafe, but not explicitly enabled sysctls"
+// timed out on a pod left Pending.)
+func TestRejectedPodForbiddenIsRetried(t *testing.T) {
+	pod := testPod()
+	c := fake.NewClient(pod)
+	m, _ := newManager(c)
+	rejected := removed(pod, corev1.PodStatus{Phase: corev1.PodFailed, Reason: "SysctlForbidden", Message: "Pod was rejected: forbidden sysctl"})
+	m.OnSync(pod.UID, rejected)
+	c.FailNext("get", apierrors.NewForbidden(corev1.Resource("pods"), pod.Name, errors.New("no relationship found between node and this object")))
+	if err := m.Sync(context.Background(), false); err == nil {
+		t.Fatal("the 403 of a pod never written was not reported")
+	}
+	if v := verbs(t, m, c, false); v != "get,get,patch" {
+		t.Fatalf("calls %s, want the failed get then the retry's get and patch", v)
+	}
+	if p, _ := c.Pod(pod.Namespace, pod.Name); p.Status.Phase != corev1.PodFailed || p.Status.Reason != "SysctlForbidden" {
+		t.Fatalf("API status %+v, want the rejection", p.Status)
+	}
+}
+
+// TestForget: a pod the caller no longer has (deleted from the API
+// server) is forgotten at once; nothing is written for it any more.
+func TestForget(t *testing.T) {
+	pod := testPod()
+	c := fake.NewClient(pod)
+	m, _ := newManager(c)
+	m.OnSync(pod.UID, removed(pod, randomStatus()))
+	m.Forget(pod.UID)
+	if _, ok := m.Status(pod.UID); ok {
+		t.Fatal("entry kept after Forget")
+	}
+	if v := verbs(t, m, c, true); v != "" {
+		t.Errorf("calls after Forget: %s", v)
 	}
 }
 

@@ -133,8 +133,11 @@ type agent struct {
 	Config
 	host    criconfig.Node // the node as criconfig sees it, read from the host
 	workers *podworker.Workers
-	evicter atomic.Pointer[eviction.Manager] // nil: no eviction
-	volumes *apiobjects.Volumes
+	// statuses writes the pods' statuses; a pod deleted from the API
+	// server is forgotten there (podGone).
+	statuses *statusmanager.Manager
+	evicter  atomic.Pointer[eviction.Manager] // nil: no eviction
+	volumes  *apiobjects.Volumes
 	// vm mounts the volumes that need a storage system (PVCs, generic
 	// ephemeral and CSI inline volumes) through the CSI drivers
 	// registered in <root-dir>/plugins_registry.
@@ -333,6 +336,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	a.static = newStaticAgent(cfg.Client, cfg.NodeName)
 	statuses := statusmanager.New(client, statusmanager.WithClock(cfg.Clock), statusmanager.WithMirrorPods(a.static.mirrors))
+	a.statuses = statuses
 	var workerOpts []podworker.Option
 	if cfg.PodCgroups != nil {
 		workerOpts = append(workerOpts, podworker.WithPodCgroups(cfg.PodCgroups))
@@ -525,7 +529,12 @@ func (a *agent) podGone(obj any) {
 			log.Printf("pod %s/%s: %v", pod.Namespace, pod.Name, err)
 		}
 		// Its tokens and pod certificates go with it, as kubelet drops
-		// them when it forgets the pod, and the watches of its objects.
+		// them when it forgets the pod, and the watches of its objects;
+		// its status, which nothing needs any more, once the worker has
+		// no more of it (kubelet's RemoveOrphanedStatuses).
+		if _, held := a.workers.Status(pod.UID); !held {
+			a.statuses.Forget(pod.UID)
+		}
 		a.volumes.ForgetPod(pod.UID)
 		a.watches.forgetPod(pod.UID)
 	}
