@@ -35,6 +35,24 @@ CGROUP_ROOT=/podstart-conformance
 say() { echo "conformance: $*" >&2; }
 running() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
+# diagnose prints what a failed run needs first: the node's conditions and
+# taints, the control plane's and the agent's liveness and last log lines,
+# the disk and memory (a node under pressure is tainted).
+diagnose() {
+	{
+		echo "--- diagnosis"
+		"$BIN/kubectl" get node "$NODE" -o 'jsonpath={range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}taints: {.spec.taints}{"\n"}' 2>&1 || true
+		for p in controlplane nodeagent; do
+			if running "$DIR/$p.pid"; then echo "$p: running"; else echo "$p: NOT running"; fi
+		done
+		pgrep -a -f 'kube-(apiserver|controller-manager|scheduler)' | grep -- "$DIR" | cut -c1-120 || echo "no control plane process under $DIR"
+		df -h / "$DIR" | uniq
+		free -m
+		echo "--- nodeagent.log (last 20 lines)"; tail -20 "$DIR/nodeagent.log" 2>/dev/null
+		echo "--- controlplane.log (last 10 lines)"; tail -10 "$DIR/controlplane.log" 2>/dev/null
+	} >&2
+}
+
 slow=no subset=no focus= procs=8 keep=no build=yes
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -154,7 +172,21 @@ for _ in $(seq 120); do
 	sleep 1
 done
 if [ "$("$BIN/kubectl" get node "$NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" != True ]; then
-	say "node $NODE not Ready in 2 minutes"; tail -30 "$DIR/nodeagent.log" >&2; exit 1
+	say "node $NODE not Ready in 2 minutes"; diagnose; exit 1
+fi
+# The suite's first step waits up to 30 minutes for every node to be
+# schedulable (Ready, no NoSchedule or NoExecute taint: the node lifecycle
+# controller taints a node under pressure or not ready): wait for that
+# here, a minute at most, and say why not instead.
+taints() { "$BIN/kubectl" get node "$NODE" -o 'jsonpath={range .spec.taints[*]}{.key}:{.effect} {end}' 2>/dev/null; }
+for _ in $(seq 60); do
+	[ -z "$(taints)" ] && break
+	sleep 1
+done
+if [ -n "$(taints)" ]; then
+	say "node $NODE still tainted after a minute: $(taints)"
+	diagnose
+	exit 1
 fi
 say "cluster and node up in $((SECONDS - t0))s (build ${build_time}s)"
 
@@ -191,6 +223,7 @@ rc=$?
 set -e
 suite_time=$((SECONDS - ts))
 say "suite ran in ${suite_time}s (ginkgo exit $rc; log $report/ginkgo.log)"
+[ $rc = 0 ] || diagnose
 sargs=(-report "$report/report.json" -skips "$here/skips.txt" -markdown "$report/summary.md")
 [ $slow = no ] || sargs+=(-slow)
 if [ $subset = yes ]; then sargs+=(-selected "--subset, ci-subset.txt"); fi
