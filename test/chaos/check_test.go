@@ -263,7 +263,9 @@ type statusView struct {
 	Containers []string
 }
 
-func viewOf(p *corev1.Pod) statusView {
+// viewOf is p's status as compared; image gives the image ID a
+// container's imageID names.
+func viewOf(p *corev1.Pod, image func(string) string) statusView {
 	v := statusView{Phase: p.Status.Phase, PodIP: p.Status.PodIP, Conditions: map[corev1.PodConditionType]corev1.ConditionStatus{}}
 	for _, c := range p.Status.Conditions {
 		v.Conditions[c.Type] = c.Status
@@ -281,9 +283,29 @@ func viewOf(p *corev1.Pod) statusView {
 			res = fmt.Sprintf(" requests=%s limits=%s", fmtList(cs.Resources.Requests), fmtList(cs.Resources.Limits))
 		}
 		v.Containers = append(v.Containers, fmt.Sprintf("%s %s ready=%v started=%v restarts=%d %s image=%s%s",
-			cs.Name, cs.ContainerID, cs.Ready, started, cs.RestartCount, state, cs.ImageID, res))
+			cs.Name, cs.ContainerID, cs.Ready, started, cs.RestartCount, state, image(cs.ImageID), res))
 	}
 	return v
+}
+
+// imageID is the ID of the image ref names, as the runtime resolves it
+// now, or ref itself when it resolves nothing. A container's imageID is
+// the runtime's ImageRef, which names the image by its repo digest while
+// the image is present and by its bare ID while it is not (the pull
+// faults remove it): a status read on either side of a re-pull differs in
+// the name alone, as kubelet's would (it re-reads a running container's
+// status only when the runtime shows it changed).
+func (r *run) imageID(ref string) string {
+	if ref == "" {
+		return ""
+	}
+	ctx, cancel := r.ctx()
+	defer cancel()
+	st, err := r.rt.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: ref}, false)
+	if err != nil || st.GetImage().GetId() == "" {
+		return ref
+	}
+	return st.GetImage().GetId()
 }
 
 // compareWithFreshAgent kills the agent once more, starts it, and checks
@@ -302,7 +324,7 @@ func (r *run) compareWithFreshAgent() {
 	var newest time.Time
 	for uid, p := range pods {
 		if info := r.created[uid]; info != nil && info.kind != kindCrash {
-			want[uid] = viewOf(p)
+			want[uid] = viewOf(p, r.imageID)
 			for _, cs := range p.Status.ContainerStatuses {
 				if cs.State.Running != nil && cs.State.Running.StartedAt.After(newest) {
 					newest = cs.State.Running.StartedAt.Time
@@ -328,7 +350,7 @@ func (r *run) compareWithFreshAgent() {
 				diff = append(diff, r.created[uid].name+": gone")
 				continue
 			}
-			if got := viewOf(p); !reflect.DeepEqual(got, w) {
+			if got := viewOf(p, r.imageID); !reflect.DeepEqual(got, w) {
 				diff = append(diff, fmt.Sprintf("%s:\n    got  %+v\n    want %+v", p.Name, got, w))
 			}
 		}
