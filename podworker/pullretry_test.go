@@ -7,11 +7,9 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"k8s.io/apimachinery/pkg/types"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/podstart/podstart/images"
-	"github.com/podstart/podstart/podsync"
 	"github.com/podstart/podstart/podworker"
 	"github.com/podstart/podstart/runtime/fake"
 )
@@ -28,15 +26,7 @@ func TestImagePullRetriedAtErrorPeriod(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(1_000_000, 0))
 	f := fake.New(fake.WithClock(clk))
 	f.FailNext("PullImage", 100, status.Error(codes.NotFound, "not found"))
-	root := t.TempDir()
-	ims := images.NewManager(f, images.WithClock(clk))
-	defer ims.Close()
-	syncer := podsync.NewSyncer(f, ims, podsync.WithClock(clk), podsync.WithRootDir(root), podsync.WithPodLogsDir(root+"/logs"))
-	states := make(chan podworker.PodState, 100)
-	w := podworker.New(syncer, podworker.WithClock(clk), podworker.WithRelistPeriod(0), podworker.WithResyncPeriod(0), podworker.WithContainerEvents(false),
-		podworker.WithGC(0, podsync.DefaultGCPolicy), podworker.WithJitter(func(d time.Duration) time.Duration { return d }),
-		podworker.WithOnSync(func(_ types.UID, st podworker.PodState) { states <- st }))
-	defer w.Close()
+	w, states := retryWorkers(t, clk, f, func(d time.Duration) time.Duration { return d })
 	pod := testPod("pull")
 	pod.Spec.InitContainers = nil
 	pod.Spec.Containers = pod.Spec.Containers[:1]

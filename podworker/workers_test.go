@@ -365,6 +365,22 @@ func TestOrphansRemovedAfterSourcesReady(t *testing.T) {
 	}
 }
 
+// retryWorkers runs Workers on clk and f with only the retries' timers
+// (no relist, resync, events or GC), jitter as given; states hears every
+// sync. Closed at the test's end.
+func retryWorkers(t *testing.T, clk *testingclock.FakeClock, f *fake.Runtime, jitter func(time.Duration) time.Duration) (*podworker.Workers, chan podworker.PodState) {
+	root := t.TempDir()
+	ims := images.NewManager(f, images.WithClock(clk))
+	t.Cleanup(func() { ims.Close() })
+	syncer := podsync.NewSyncer(f, ims, podsync.WithClock(clk), podsync.WithRootDir(root), podsync.WithPodLogsDir(root+"/logs"))
+	states := make(chan podworker.PodState, 100)
+	w := podworker.New(syncer, podworker.WithClock(clk), podworker.WithRelistPeriod(0), podworker.WithResyncPeriod(0), podworker.WithContainerEvents(false),
+		podworker.WithGC(0, podsync.DefaultGCPolicy), podworker.WithJitter(jitter),
+		podworker.WithOnSync(func(_ types.UID, st podworker.PodState) { states <- st }))
+	t.Cleanup(func() { w.Close() })
+	return w, states
+}
+
 // Kubelet's pod workers requeue a sync that failed on a back-off for the
 // time left of it plus up to half as much again (wait.Jitter with
 // workerBackOffPeriodJitterFactor 0.5), so a crash-looping container is
@@ -374,16 +390,8 @@ func TestOrphansRemovedAfterSourcesReady(t *testing.T) {
 func TestCrashLoopRetryIsJittered(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Unix(1_000_000, 0))
 	f := fake.New(fake.WithClock(clk), fake.WithStartFunc(exitInits))
-	root := t.TempDir()
-	ims := images.NewManager(f, images.WithClock(clk))
-	defer ims.Close()
-	syncer := podsync.NewSyncer(f, ims, podsync.WithClock(clk), podsync.WithRootDir(root), podsync.WithPodLogsDir(root+"/logs"))
-	states := make(chan podworker.PodState, 100)
 	most := func(d time.Duration) time.Duration { return d + time.Duration(podworker.JitterFactor*float64(d)) }
-	w := podworker.New(syncer, podworker.WithClock(clk), podworker.WithRelistPeriod(0), podworker.WithResyncPeriod(0), podworker.WithContainerEvents(false),
-		podworker.WithGC(0, podsync.DefaultGCPolicy), podworker.WithJitter(most),
-		podworker.WithOnSync(func(_ types.UID, st podworker.PodState) { states <- st }))
-	defer w.Close()
+	w, states := retryWorkers(t, clk, f, most)
 	pod := testPod("jitter")
 	pod.Spec.InitContainers = nil
 	pod.Spec.Containers = pod.Spec.Containers[:1]
