@@ -101,8 +101,12 @@ func (w *Workers) admitFirst(ctx context.Context, p *worker, pod *corev1.Pod, st
 // admitRunning marks admitted the held pods not yet decided that the
 // runtime has: a restarted agent's pods, whose loops have not reached
 // their first sync yet, count for the pod being admitted (kubelet, which
-// admits pods in order of creation, has admitted them first). One
-// ListPodSandbox and one ListContainers, only while such pods are held.
+// admits pods in order of creation, has admitted them first). Only while
+// such pods are held; from the last relist when there is one (it saw
+// every pod the runtime had before these Workers started: the pods
+// started since were admitted first), else one ListPodSandbox and one
+// ListContainers. In a burst of new pods, every admission finds pods not
+// yet decided: a list per admission would be two calls per pod start.
 func (w *Workers) admitRunning(ctx context.Context, p *worker) error {
 	w.mu.Lock()
 	undecided := false
@@ -111,6 +115,14 @@ func (w *Workers) admitRunning(ctx context.Context, p *worker) error {
 			undecided = true
 			break
 		}
+	}
+	if undecided && w.lastRelist != nil {
+		for uid := range w.lastRelist {
+			if q := w.pods[uid]; q != nil && q != p {
+				q.admitted = true
+			}
+		}
+		undecided = false
 	}
 	w.mu.Unlock()
 	if !undecided {

@@ -309,3 +309,65 @@ func TestAdmissionCountsRunningPodsNotYetSynced(t *testing.T) {
 		t.Errorf("%d sandboxes, want 1", n)
 	}
 }
+
+// The same with a relist since the agent started: the admission takes the
+// restarted agent's pods from it and lists nothing (in a burst of new
+// pods, every admission finds pods not yet decided).
+func TestAdmissionTakesRunningPodsFromRelist(t *testing.T) {
+	e := newEnv(t, nil)
+	survivor := testPod("survivor")
+	if err := e.workers.Upsert(survivor); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("pod running", []types.UID{survivor.UID}, running)
+	e.workers.Close()
+
+	blocked, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	remove := e.fake.Intercept(func(ctx context.Context, method string, req proto.Message) error {
+		if r, ok := req.(*runtimeapi.ListPodSandboxRequest); ok && method == "ListPodSandbox" && r.GetFilter().GetLabelSelector()[podsync.LabelPodUID] == string(survivor.UID) {
+			once.Do(func() { close(blocked) })
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	defer remove()
+	r := newAdmitter(t, "1")
+	decided := make(chan podworker.PodState, 1)
+	w2 := podworker.New(e.syncer, podworker.WithAdmission(r.admit), podworker.WithRelistPeriod(0), podworker.WithOnSync(func(_ types.UID, st podworker.PodState) {
+		if st.Pod.Name == "newcomer" {
+			select {
+			case decided <- st:
+			default:
+			}
+		}
+	}))
+	defer w2.Close()
+	if err := w2.Upsert(survivor); err != nil {
+		t.Fatal(err)
+	}
+	<-blocked
+	if err := w2.Relist(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	lists := e.fake.CallCount("ListPodSandbox") + e.fake.CallCount("ListContainers")
+	if err := w2.Upsert(testPod("newcomer")); err != nil {
+		t.Fatal(err)
+	}
+	st := <-decided
+	after := e.fake.CallCount("ListPodSandbox") + e.fake.CallCount("ListContainers")
+	close(release)
+	if !st.Removed || st.APIStatus.Reason != "OutOfpods" {
+		t.Errorf("newcomer: removed %v, reason %q: want rejected OutOfpods (the survivor counts)", st.Removed, st.APIStatus.Reason)
+	}
+	if after != lists {
+		t.Errorf("the newcomer's admission made %d list calls, want none (the relist has the survivor)", after-lists)
+	}
+	if _, asked := r.asked("survivor"); asked {
+		t.Error("the survivor was admitted again")
+	}
+}
