@@ -22,6 +22,7 @@ type options struct {
 	clock        clock.WithTicker
 	relist       time.Duration
 	quietRelist  time.Duration
+	relistGap    time.Duration
 	resync       time.Duration
 	errorRetry   time.Duration
 	gcPeriod     time.Duration
@@ -114,6 +115,17 @@ func WithRelistPeriod(d time.Duration) Option { return func(o *options) { o.reli
 // DefaultEventedRelistPeriod; a period no longer than the relist period
 // relists every relist period always, as kubelet's generic PLEG.
 func WithEventedRelistPeriod(d time.Duration) Option { return func(o *options) { o.quietRelist = d } }
+
+// WithRelistGap sets the shortest time from the end of a relist to the
+// start of one asked for by a runtime event or by a pod whose sync ended
+// (a periodic relist is not held back). During a burst of pod starts every
+// sync's end and every container's events ask for a relist; the gap makes
+// one relist (two list calls of the whole node) serve all that asked
+// within it, where without it relists run back to back, each listing
+// every pod. A pod's start waits for up to the gap more (kubelet's pod
+// workers wait for their PLEG's relist every second). Default
+// DefaultRelistGap; 0 relists at once when asked.
+func WithRelistGap(d time.Duration) Option { return func(o *options) { o.relistGap = d } }
 
 // WithResyncPeriod sets the period of kubelet's resync (0: none), for
 // the pods whose last sync left something it could do (see the package

@@ -93,23 +93,26 @@ func (w *Workers) wake(uid types.UID) {
 }
 
 // relistLoop relists every relist period, the period counted from the end
-// of the last relist (kubelet's wait.Until), and when an event asks.
+// of the last relist (kubelet's wait.Until), and when an event or a pod
+// asks, but no sooner than the relist gap after the last one ended.
 func (w *Workers) relistLoop(armed chan<- struct{}) {
 	defer w.wg.Done()
 	var t clock.Timer
 	var tick <-chan time.Time
-	arm := func() { // w.mu held
-		if w.o.relist <= 0 {
-			return
-		}
+	armIn := func(d time.Duration) { // w.mu held
 		if t != nil {
 			t.Stop()
 		}
-		d := w.relistPeriodLocked()
 		t = w.o.clock.NewTimer(d)
 		tick = t.C()
 		w.relistAt = w.o.clock.Now().Add(d)
 	}
+	arm := func() { // w.mu held
+		if w.o.relist > 0 {
+			armIn(w.relistPeriodLocked())
+		}
+	}
+	var lastEnd time.Time // when the last relist ended (zero: none yet)
 	w.mu.Lock()
 	arm()
 	w.mu.Unlock()
@@ -125,6 +128,20 @@ func (w *Workers) relistLoop(armed chan<- struct{}) {
 			return
 		case <-tick:
 		case <-w.relistNow:
+			w.mu.Lock()
+			if wait := w.o.relistGap - w.o.clock.Since(lastEnd); !lastEnd.IsZero() && wait > 0 {
+				// Too soon: the relist is due at the gap's end, and
+				// whatever asks until then is served by it. Not queued
+				// meanwhile but timed: WaitIdle sees a timer not yet due.
+				if w.relistAt.IsZero() || w.relistAt.After(w.o.clock.Now().Add(wait)) {
+					armIn(wait)
+				}
+				w.relistQueued = false
+				w.idle.Broadcast()
+				w.mu.Unlock()
+				continue
+			}
+			w.mu.Unlock()
 		}
 		w.mu.Lock()
 		w.relistQueued, w.relisting, w.relistAt = false, true, time.Time{}
@@ -133,9 +150,14 @@ func (w *Workers) relistLoop(armed chan<- struct{}) {
 			w.o.logger.V(1).Info("Relist failed", "err", err)
 		}
 		w.mu.Lock()
+		lastEnd = w.o.clock.Now()
 		// The next relist one period from the end of this one (kubelet's
 		// wait.Until): the relist period, or the evented one on a quiet
 		// node.
+		if t != nil {
+			t.Stop()
+			t, tick = nil, nil
+		}
 		arm()
 		w.relisting = false
 		w.idle.Broadcast()

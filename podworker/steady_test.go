@@ -268,18 +268,23 @@ func TestEventedRelistPeriod(t *testing.T) {
 				cs := st.Status.FindContainerStatusByName("app")
 				return running(st) && cs != nil && cs.ID != app.ID
 			}
-			// The event alone relists and restarts the container: the
-			// clock does not move.
-			timeout := time.After(20 * time.Second)
-			for {
-				if st, _ := c.workers.Status(pod.UID); restarted(st) {
+			// The events alone relist and restart the container: each
+			// relist at the relist gap's end (the last one ended at this
+			// instant), the exit's and then the restart's, far from the
+			// evented period.
+			for gaps := 0; ; gaps++ {
+				c.settle()
+				st, _ := c.workers.Status(pod.UID)
+				if restarted(st) {
+					if gaps < 2 {
+						t.Fatalf("restarted after %d relist gaps, want 2: no relist waited for its gap", gaps)
+					}
 					break
 				}
-				select {
-				case <-c.synced1:
-				case <-timeout:
-					t.Fatal("exit not seen without a step of the clock")
+				if gaps == 2 {
+					t.Fatalf("not restarted after %d relist gaps", gaps)
 				}
+				c.clk.Step(podworker.DefaultRelistGap)
 			}
 			c.settle() // the restart's events handled
 			before = relists()

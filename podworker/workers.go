@@ -36,6 +36,10 @@ const (
 	// ExitSettleTime, during which a failed container's late reason
 	// (OOMKilled), which comes with no event, is still looked for.
 	QuietAfter = podsync.ExitSettleTime
+	// DefaultRelistGap is the shortest time between the end of a relist
+	// and the start of one asked for by an event or a pod's sync (see
+	// WithRelistGap).
+	DefaultRelistGap = 100 * time.Millisecond
 )
 
 // PodState is what the Workers know of one pod.
@@ -158,7 +162,7 @@ type worker struct {
 // runtime (podsync.Syncer.Runtime).
 func New(syncer *podsync.Syncer, opts ...Option) *Workers {
 	rt := syncer.Runtime()
-	o := options{clock: clock.RealClock{}, relist: DefaultRelistPeriod, quietRelist: DefaultEventedRelistPeriod, resync: DefaultResyncPeriod,
+	o := options{clock: clock.RealClock{}, relist: DefaultRelistPeriod, quietRelist: DefaultEventedRelistPeriod, relistGap: DefaultRelistGap, resync: DefaultResyncPeriod,
 		errorRetry: DefaultErrorRetry, gcPeriod: DefaultGCPeriod, gcPolicy: podsync.DefaultGCPolicy,
 		logger: logr.Discard(), syncDeadline: 4 * time.Minute, jitter: Jitter}
 	if c, ok := syncer.Clock().(clock.WithTicker); ok {

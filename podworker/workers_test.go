@@ -277,7 +277,7 @@ func TestBackOffExpiryWakesPod(t *testing.T) {
 	syncer := podsync.NewSyncer(f, ims, podsync.WithClock(clk), podsync.WithRootDir(root), podsync.WithPodLogsDir(root+"/logs"))
 	states := make(chan podworker.PodState, 100)
 	w := podworker.New(syncer, podworker.WithClock(clk), podworker.WithRelistPeriod(0), podworker.WithResyncPeriod(0), podworker.WithContainerEvents(false),
-		podworker.WithGC(0, podsync.DefaultGCPolicy), podworker.WithOnSync(func(_ types.UID, st podworker.PodState) { states <- st }))
+		podworker.WithRelistGap(0), podworker.WithGC(0, podsync.DefaultGCPolicy), podworker.WithOnSync(func(_ types.UID, st podworker.PodState) { states <- st }))
 	defer w.Close()
 	pod := testPod("crash")
 	pod.Spec.InitContainers = nil
@@ -366,8 +366,8 @@ func TestOrphansRemovedAfterSourcesReady(t *testing.T) {
 }
 
 // retryWorkers runs Workers on clk and f with only the retries' timers
-// (no relist, resync, events or GC), jitter as given; states hears every
-// sync. Closed at the test's end.
+// (no periodic relist, resync, events, GC or relist gap), jitter as
+// given; states hears every sync. Closed at the test's end.
 func retryWorkers(t *testing.T, clk *testingclock.FakeClock, f *fake.Runtime, jitter func(time.Duration) time.Duration) (*podworker.Workers, chan podworker.PodState) {
 	root := t.TempDir()
 	ims := images.NewManager(f, images.WithClock(clk))
@@ -375,7 +375,7 @@ func retryWorkers(t *testing.T, clk *testingclock.FakeClock, f *fake.Runtime, ji
 	syncer := podsync.NewSyncer(f, ims, podsync.WithClock(clk), podsync.WithRootDir(root), podsync.WithPodLogsDir(root+"/logs"))
 	states := make(chan podworker.PodState, 100)
 	w := podworker.New(syncer, podworker.WithClock(clk), podworker.WithRelistPeriod(0), podworker.WithResyncPeriod(0), podworker.WithContainerEvents(false),
-		podworker.WithGC(0, podsync.DefaultGCPolicy), podworker.WithJitter(jitter),
+		podworker.WithRelistGap(0), podworker.WithGC(0, podsync.DefaultGCPolicy), podworker.WithJitter(jitter),
 		podworker.WithOnSync(func(_ types.UID, st podworker.PodState) { states <- st }))
 	t.Cleanup(func() { w.Close() })
 	return w, states
