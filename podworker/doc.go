@@ -16,9 +16,11 @@
 //     asked for at once and begun after that sync ended, until a sync has
 //     nothing left to do. Kubelet's pod worker likewise waits until its
 //     PLEG cache is newer than its last sync; here the relist is asked for
-//     rather than waited for (up to a second), and one relist (two list
-//     calls) serves every pod that synced meanwhile, where each pod
-//     reading its own status (podsync's Status) cost two list calls. A
+//     rather than waited for (up to a second), begins no sooner than the
+//     relist gap (100 ms, WithRelistGap) after the last relist ended, and
+//     one relist (two list calls) serves every pod that synced meanwhile,
+//     where each pod reading its own status (podsync's Status) cost two
+//     list calls. A
 //     new pod the last relist did not see starts from that (nothing), as
 //     kubelet's first sync starts from its cache. A runtime's event about
 //     a pod that is syncing, or about a change a relist has already seen
@@ -39,7 +41,8 @@
 //     the fresh status. A runtime that streams container events
 //     (runtime.ContainerEventStreamer: runtime.Client over CRI
 //     GetContainerEvents, containerd 1.7 and later; runtime/fake) triggers
-//     a relist at once, so a container's exit is seen in milliseconds
+//     a relist at once (within the relist gap), so a container's exit is
+//     seen in milliseconds
 //     rather than at the next period (WithContainerEvents turns it off);
 //     while the stream is open and the node has not changed for
 //     QuietAfter (10 s), the relist period is 1 min
