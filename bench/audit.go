@@ -11,12 +11,13 @@ import (
 	"time"
 )
 
-// auditPolicy logs every request of a node (group system:nodes) once, at
-// its arrival (stage RequestReceived: a watch is counted when it starts,
-// not when it ends), with its metadata only; nothing of anyone else.
+// auditPolicy logs every request of a node (group system:nodes) at its
+// arrival (stage RequestReceived, which counts it: a watch when it
+// starts, not when it ends) and at its completion (ResponseComplete, for
+// its response code), with its metadata only; nothing of anyone else.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
-omitStages: ["ResponseStarted", "ResponseComplete", "Panic"]
+omitStages: ["ResponseStarted", "Panic"]
 rules:
 - level: Metadata
   userGroups: ["system:nodes"]
@@ -35,36 +36,45 @@ type auditEvent struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
 	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
 	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
 }
 
 // auditCounts counts the requests of user received in [from, to) in the
 // API server's audit log, by "verb resource[/subresource]" (the path for
-// a request about no object, e.g. discovery).
-func auditCounts(path, user string, from, to time.Time) (map[string]float64, error) {
+// a request about no object, e.g. discovery), and those of them answered
+// with an error, by "verb resource code".
+func auditCounts(path, user string, from, to time.Time) (counts, failed map[string]float64, _ error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	return countAudit(f, user, from, to)
 }
 
-func countAudit(r io.Reader, user string, from, to time.Time) (map[string]float64, error) {
-	out := map[string]float64{}
+func countAudit(r io.Reader, user string, from, to time.Time) (counts, failed map[string]float64, _ error) {
+	out, failed := map[string]float64{}, map[string]float64{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		var e auditEvent
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("audit log: %w", err)
+			return nil, nil, fmt.Errorf("audit log: %w", err)
 		}
-		if e.Stage != "RequestReceived" || e.User.Username != user || e.RequestReceivedTimestamp.Before(from) || !e.RequestReceivedTimestamp.Before(to) {
+		if e.User.Username != user || e.RequestReceivedTimestamp.Before(from) || !e.RequestReceivedTimestamp.Before(to) {
 			continue
 		}
-		out[auditKey(e)]++
+		switch {
+		case e.Stage == "RequestReceived":
+			out[auditKey(e)]++
+		case e.Stage == "ResponseComplete" && e.ResponseStatus != nil && e.ResponseStatus.Code >= 400:
+			failed[fmt.Sprintf("%s %d", auditKey(e), e.ResponseStatus.Code)]++
+		}
 	}
-	return out, sc.Err()
+	return out, failed, sc.Err()
 }
 
 func auditKey(e auditEvent) string {
@@ -104,6 +114,9 @@ func printSide(w io.Writer, r sideResult) {
 		sum(r.burstCRI), sum(r.burstCRI)*perStart, r.cpuPerMin, r.rssMiB, r.rssMaxMiB, sum(r.apiPerMin), sum(r.criPerMin), r.loadBefore, r.loadAfter)
 	fmt.Fprintf(w, "    RSS at the window's end: %s\n", r.rssParts)
 	fmt.Fprintf(w, "    API per pod start: %s\n", methods(scaled(r.burstAPI, perStart)))
+	if len(r.burstAPIFailed) > 0 {
+		fmt.Fprintf(w, "    API errors in the burst (count): %s\n", methods(r.burstAPIFailed))
+	}
 	fmt.Fprintf(w, "    API per steady min: %s\n", methods(r.apiPerMin))
 	fmt.Fprintf(w, "    CRI per pod start: %s\n", methods(scaled(r.burstCRI, perStart)))
 	fmt.Fprintf(w, "    CRI per steady min: %s\n", methods(r.criPerMin))

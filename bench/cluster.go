@@ -58,20 +58,23 @@ type clusterConfig struct {
 
 // sideResult is one node's figures for one N.
 type sideResult struct {
-	side       string
-	n          int
-	burst      time.Duration      // first creation → the N-th pod Ready as the API server shows it
-	burstCPU   float64            // CPU seconds of the node's process in the burst
-	burstAPI   map[string]float64 // API requests in the burst, by "verb resource"
-	burstCRI   map[string]float64 // CRI calls in the burst, by method
-	cpuPerMin  float64            // steady window
-	rssMiB     float64
-	rssMaxMiB  float64
-	apiPerMin  map[string]float64
-	criPerMin  map[string]float64
-	loadBefore string
-	loadAfter  string
-	rssParts   string // RssAnon, RssFile, RssShmem at the window's end
+	side     string
+	n        int
+	burst    time.Duration      // first creation → the N-th pod Ready as the API server shows it
+	burstCPU float64            // CPU seconds of the node's process in the burst
+	burstAPI map[string]float64 // API requests in the burst, by "verb resource"
+	// burstAPIFailed are the burst's requests answered with an error, by
+	// "verb resource code".
+	burstAPIFailed map[string]float64
+	burstCRI       map[string]float64 // CRI calls in the burst, by method
+	cpuPerMin      float64            // steady window
+	rssMiB         float64
+	rssMaxMiB      float64
+	apiPerMin      map[string]float64
+	criPerMin      map[string]float64
+	loadBefore     string
+	loadAfter      string
+	rssParts       string // RssAnon, RssFile, RssShmem at the window's end
 }
 
 // node is one side: its fake runtime and its agent.
@@ -491,10 +494,11 @@ func burst(ctx context.Context, c clusterConfig, admin kubernetes.Interface, nod
 		return err
 	}
 	for i, nd := range nodes {
-		api, err := auditCounts(auditLog, "system:node:"+nd.name, t0, done[i])
+		api, failed, err := auditCounts(auditLog, "system:node:"+nd.name, t0, done[i])
 		if err != nil {
 			return err
 		}
+		rs[i].burstAPIFailed = failed
 		rs[i].burst = done[i].Sub(t0)
 		rs[i].burstCPU = cpu1[i] - cpu0[i]
 		rs[i].burstAPI = api
@@ -598,7 +602,7 @@ func steady(ctx context.Context, c clusterConfig, nodes []*node, rs []sideResult
 		return err
 	}
 	for i, nd := range nodes {
-		api, err := auditCounts(auditLog, "system:node:"+nd.name, t0, t1)
+		api, _, err := auditCounts(auditLog, "system:node:"+nd.name, t0, t1)
 		if err != nil {
 			return err
 		}

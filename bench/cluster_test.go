@@ -11,12 +11,13 @@ func TestCountAudit(t *testing.T) {
 	log := `{"stage":"RequestReceived","verb":"patch","requestURI":"/api/v1/namespaces/default/pods/a/status","user":{"username":"system:node:n1"},"objectRef":{"resource":"pods","subresource":"status"},"requestReceivedTimestamp":"2026-12-02T10:00:01.000000Z"}
 {"stage":"RequestReceived","verb":"patch","requestURI":"/api/v1/namespaces/default/pods/b/status","user":{"username":"system:node:n1"},"objectRef":{"resource":"pods","subresource":"status"},"requestReceivedTimestamp":"2026-12-02T10:00:02.000000Z"}
 {"stage":"RequestReceived","verb":"update","requestURI":"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n2","user":{"username":"system:node:n2"},"objectRef":{"resource":"leases"},"requestReceivedTimestamp":"2026-12-02T10:00:02.000000Z"}
-{"stage":"ResponseComplete","verb":"update","requestURI":"/x","user":{"username":"system:node:n1"},"objectRef":{"resource":"leases"},"requestReceivedTimestamp":"2026-12-02T10:00:02.000000Z"}
+{"stage":"ResponseComplete","verb":"update","requestURI":"/x","user":{"username":"system:node:n1"},"objectRef":{"resource":"leases"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-12-02T10:00:02.000000Z"}
+{"stage":"ResponseComplete","verb":"create","requestURI":"/y","user":{"username":"system:node:n1"},"objectRef":{"resource":"serviceaccounts","subresource":"token"},"responseStatus":{"code":403},"requestReceivedTimestamp":"2026-12-02T10:00:02.000000Z"}
 {"stage":"RequestReceived","verb":"get","requestURI":"/api?timeout=32s","user":{"username":"system:node:n1"},"requestReceivedTimestamp":"2026-12-02T10:00:03.000000Z"}
 {"stage":"RequestReceived","verb":"watch","requestURI":"/api/v1/pods?watch=1","user":{"username":"system:node:n1"},"objectRef":{"resource":"pods"},"requestReceivedTimestamp":"2026-12-02T10:00:09.000000Z"}
 `
 	from := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
-	got, err := countAudit(strings.NewReader(log), "system:node:n1", from, from.Add(5*time.Second))
+	got, failed, err := countAudit(strings.NewReader(log), "system:node:n1", from, from.Add(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +25,10 @@ func TestCountAudit(t *testing.T) {
 	if len(got) != len(want) || got["patch pods/status"] != 2 || got["get /api"] != 1 {
 		t.Errorf("countAudit = %v, want %v", got, want)
 	}
-	if _, err := countAudit(strings.NewReader("not json\n"), "u", from, from); err == nil {
+	if len(failed) != 1 || failed["create serviceaccounts/token 403"] != 1 {
+		t.Errorf("failed = %v, want the token request's 403 alone", failed)
+	}
+	if _, _, err := countAudit(strings.NewReader("not json\n"), "u", from, from); err == nil {
 		t.Error("a line that is not JSON: no error")
 	}
 }
