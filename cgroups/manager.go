@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -140,6 +141,38 @@ type Manager struct {
 	sdVersion int
 	// mu serialises updates of the tiers (kubelet's QoS manager lock).
 	mu sync.Mutex
+	// applied are the pod cgroups whose values are known to be
+	// PodResourceConfig's, by name, with that config: made so, or
+	// written or read back so by UpdatePod. UpdatePod and GrowPod, called
+	// at every sync, read nothing for a pod whose wanted config is the
+	// one known (kubelet reads a pod cgroup back only to resize it). Any
+	// other write to the cgroup forgets it.
+	appliedMu sync.Mutex
+	applied   map[string]ResourceConfig
+}
+
+// known reports whether n's values are known to be rc.
+func (m *Manager) known(n Name, rc ResourceConfig) bool {
+	m.appliedMu.Lock()
+	defer m.appliedMu.Unlock()
+	cur, ok := m.applied[strings.Join(n, "/")]
+	return ok && reflect.DeepEqual(cur, rc)
+}
+
+// remember notes n's values as rc; forget, as unknown.
+func (m *Manager) remember(n Name, rc ResourceConfig) {
+	m.appliedMu.Lock()
+	defer m.appliedMu.Unlock()
+	if m.applied == nil {
+		m.applied = map[string]ResourceConfig{}
+	}
+	m.applied[strings.Join(n, "/")] = rc
+}
+
+func (m *Manager) forget(n Name) {
+	m.appliedMu.Lock()
+	defer m.appliedMu.Unlock()
+	delete(m.applied, strings.Join(n, "/"))
 }
 
 // required are the controllers kubelet validates (cgroup v1; on v2 cpu,
@@ -716,15 +749,21 @@ func (m *Manager) EnsurePod(ctx context.Context, pod *corev1.Pod) error {
 			return err
 		}
 	}
-	if err := m.create(ctx, n, m.PodResourceConfig(pod)); err != nil {
+	rc := m.PodResourceConfig(pod)
+	if err := m.create(ctx, n, rc); err != nil {
+		m.forget(n)
 		return fmt.Errorf("cgroups: failed to create container for %s: %w", m.display(n), err)
 	}
+	m.remember(n, rc)
 	return nil
 }
 
 // UpdatePod writes the CPU shares, CFS quota and period and the memory
 // limit (and cgroup v2 memory files) of the pod's resized resources to its
-// cgroup at once. UpdatePodResource is the same in kubelet's steps, for a
+// cgroup at once. A cgroup this Manager made or last wrote with the same
+// config is neither read nor written: the Manager takes itself for the
+// only writer of its pods' cgroups, as kubelet, which reads one back only
+// to resize it. UpdatePodResource is the same in kubelet's steps, for a
 // caller that orders them against the containers' updates as kubelet does.
 func (m *Manager) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
 	if !m.perQOS() {
@@ -735,6 +774,9 @@ func (m *Manager) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
 		return err
 	}
 	rc := m.PodResourceConfig(pod)
+	if m.known(n, rc) {
+		return nil
+	}
 	upd := ResourceConfig{CPUShares: rc.CPUShares, CPUQuota: rc.CPUQuota, CPUPeriod: rc.CPUPeriod, Memory: rc.Memory, Unified: rc.Unified}
 	want := upd
 	if m.sd != nil {
@@ -744,11 +786,14 @@ func (m *Manager) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
 		}
 	}
 	if cur, err := m.CgroupConfig(ctx, n); err == nil && sameValues(cur, want) {
+		m.remember(n, rc)
 		return nil // as kubelet, which compares before it writes
 	}
 	if err := m.apply(ctx, n, upd); err != nil {
+		m.forget(n)
 		return fmt.Errorf("cgroups: resize %s: %w", m.display(n), err)
 	}
+	m.remember(n, rc)
 	return nil
 }
 
@@ -809,6 +854,7 @@ func (m *Manager) Pids(n Name) ([]int, error) {
 // times while its killed processes exit. ErrKillFailed or ErrBusy when
 // something is left.
 func (m *Manager) Destroy(ctx context.Context, n Name) error {
+	m.forget(n)
 	log := logr.FromContextOrDiscard(ctx)
 	pids, err := m.Pids(n)
 	if err != nil {

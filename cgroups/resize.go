@@ -156,6 +156,7 @@ func (m *Manager) UpdatePodResource(ctx context.Context, pod *corev1.Pod, resour
 		return err
 	}
 	rc := m.PodResourceConfig(pod)
+	m.forget(n) // a step: the values are the config's only after the last
 	var upd ResourceConfig
 	switch resource {
 	case corev1.ResourceCPU:
@@ -196,11 +197,14 @@ func (m *Manager) GrowPod(ctx context.Context, pod *corev1.Pod) error {
 	if err != nil {
 		return err
 	}
+	rc := m.PodResourceConfig(pod)
+	if m.known(n, rc) {
+		return nil // nothing grows: the values are the wanted ones
+	}
 	cur, err := m.CgroupConfig(ctx, n)
 	if err != nil {
 		return fmt.Errorf("cgroups: grow %s: %w", m.display(n), err)
 	}
-	rc := m.PodResourceConfig(pod)
 	grows := func(cur, want *int64) bool {
 		return want != nil && cur != nil && *cur != -1 && (*want == -1 || *want > *cur)
 	}
@@ -214,6 +218,7 @@ func (m *Manager) GrowPod(ctx context.Context, pod *corev1.Pod) error {
 	if upd.CPUQuota == nil && upd.Memory == nil {
 		return nil
 	}
+	m.forget(n) // partly written: UpdatePod writes the rest
 	if err := m.apply(ctx, n, upd); err != nil {
 		return fmt.Errorf("cgroups: grow %s: %w", m.display(n), err)
 	}

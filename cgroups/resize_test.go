@@ -2,6 +2,8 @@ package cgroups
 
 import (
 	"context"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -173,6 +175,109 @@ func TestGrowPod(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, read()); diff != "" {
 				t.Fatalf("after a second GrowPod (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// countingFS counts the cgroup files read and written below a prefix.
+type countingFS struct {
+	FS
+	prefix        string
+	reads, writes atomic.Int64
+}
+
+func (c *countingFS) ReadFile(file string) (string, error) {
+	if strings.Contains(file, c.prefix) {
+		c.reads.Add(1)
+	}
+	return c.FS.ReadFile(file)
+}
+
+func (c *countingFS) WriteFile(file, value string) error {
+	if strings.Contains(file, c.prefix) {
+		c.writes.Add(1)
+	}
+	return c.FS.WriteFile(file, value)
+}
+
+// UpdatePod and GrowPod run at every sync of every pod: a pod cgroup whose
+// values are known to be the wanted ones (made or last written so) is
+// neither read nor written again; a resize reads and writes it once, and
+// a step of UpdatePodResource or a removal forgets what was known.
+func TestPodCgroupReadOnlyOnResize(t *testing.T) {
+	t.Parallel()
+	for _, l := range layouts {
+		t.Run(l.String(), func(t *testing.T) {
+			t.Parallel()
+			mfs := NewMemFS(l.v2, twoMi)
+			tree := mfs.Tree()
+			pod := podWith("steady", rr(req("250m", "64Mi"), req("1", "128Mi")))
+			cfs := &countingFS{FS: tree.FS, prefix: string(pod.UID)}
+			tree.FS = cfs
+			m, err := NewManager(tree, criconfig.Node{HugePageSizes: []int64{twoMi}}, WithKill(mfs.Kill), WithNodeAllocatable(testAllocatable()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if err := m.EnsureQoS(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.EnsurePod(ctx, pod); err != nil {
+				t.Fatal(err)
+			}
+			sync := func(p *corev1.Pod) (reads, writes int64) {
+				t.Helper()
+				r0, w0 := cfs.reads.Load(), cfs.writes.Load()
+				if err := m.GrowPod(ctx, p); err != nil {
+					t.Fatal(err)
+				}
+				if err := m.UpdatePod(ctx, p); err != nil {
+					t.Fatal(err)
+				}
+				return cfs.reads.Load() - r0, cfs.writes.Load() - w0
+			}
+			for i := range 3 {
+				if r, w := sync(pod); r != 0 || w != 0 {
+					t.Fatalf("sync %d of an unchanged pod: %d reads, %d writes of its cgroup, want none", i, r, w)
+				}
+			}
+			resized := pod.DeepCopy()
+			resized.Spec.Containers[0].Resources = rr(req("250m", "64Mi"), req("2", "96Mi"))
+			if r, w := sync(resized); r == 0 || w == 0 {
+				t.Fatalf("a resize: %d reads, %d writes, want both", r, w)
+			}
+			rc, err := m.CgroupConfig(ctx, mustPodName(t, m, resized))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rc.CPUQuota == nil || *rc.CPUQuota != 200000 || rc.Memory == nil || *rc.Memory != 96*mi {
+				t.Fatalf("after the resize: quota %v, memory %v", rc.CPUQuota, rc.Memory)
+			}
+			if r, w := sync(resized); r != 0 || w != 0 {
+				t.Fatalf("the resized pod's next sync: %d reads, %d writes", r, w)
+			}
+			// A step forgets: the next UpdatePod reads back (and writes
+			// what the step left out).
+			if err := m.UpdatePodResource(ctx, pod, corev1.ResourceCPU, true); err != nil {
+				t.Fatal(err)
+			}
+			if r, _ := sync(resized); r == 0 {
+				t.Fatal("after a step: UpdatePod read nothing")
+			}
+			// A new manager (an agent restart) knows nothing: it reads
+			// back once (on cgroup v2 it writes too: cpu.weight does not
+			// convert back to the same shares).
+			m2, err := NewManager(tree, criconfig.Node{HugePageSizes: []int64{twoMi}}, WithKill(mfs.Kill), WithNodeAllocatable(testAllocatable()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m = m2
+			if r, w := sync(resized); r == 0 || (w != 0 && !l.v2) {
+				t.Fatalf("a restarted manager's first sync: %d reads, %d writes", r, w)
+			}
+			if r, w := sync(resized); r != 0 || w != 0 {
+				t.Fatalf("its second: %d reads, %d writes", r, w)
 			}
 		})
 	}
