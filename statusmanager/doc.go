@@ -67,7 +67,11 @@
 // holds another pod under its name, when the worker removed it and the API
 // server no longer has it, and when the worker removed it and its final
 // status was written (the API server keeps an object not being deleted;
-// nothing more is written for it).
+// nothing more is written for it). A pod whose status was written and
+// that the API server then no longer has (not found, or the node
+// authorizer's 403 for a pod no longer bound to the node) while the worker
+// still kills it, after a forced deletion, is dropped too, and its
+// statuses are ignored until the worker's last.
 //
 // A Client over client-go:
 //

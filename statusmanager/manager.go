@@ -118,6 +118,12 @@ type Manager struct {
 	// pod, and N pods starting cost O(N²) (issue 41).
 	pending map[types.UID]struct{}
 	statics map[types.UID]struct{}
+	// gone are the pods the API server no longer has (a status was
+	// written, then the read was refused or found nothing) that the
+	// worker still held: their statuses are not written, until the
+	// worker's last (Removed) or Forget. Without it, each status of a
+	// force-deleted pod being killed cost a failing read.
+	gone map[types.UID]struct{}
 
 	// syncMu serialises syncs (Run's and Sync's): kubelet syncs from one
 	// goroutine. apiVersions is used only under it.
@@ -134,7 +140,7 @@ func New(client Client, opts ...Option) *Manager {
 	}
 	return &Manager{client: client, o: o, wake: make(chan struct{}, 1),
 		statuses: map[types.UID]*entry{}, written: map[types.UID]corev1.PodStatus{}, apiVersions: map[types.UID]uint64{},
-		pending: map[types.UID]struct{}{}, statics: map[types.UID]struct{}{}}
+		pending: map[types.UID]struct{}{}, statics: map[types.UID]struct{}{}, gone: map[types.UID]struct{}{}}
 }
 
 // OnSync takes a pod's newest state from podworker (pass it to
@@ -147,9 +153,15 @@ func (m *Manager) OnSync(uid types.UID, st podworker.PodState) {
 	if st.Pod == nil {
 		return
 	}
-	status := *st.APIStatus.DeepCopy()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if _, gone := m.gone[uid]; gone {
+		if st.Removed {
+			delete(m.gone, uid) // the worker's last: nothing more comes
+		}
+		return
+	}
+	status := *st.APIStatus.DeepCopy()
 	cached, ok := m.statuses[uid]
 	e := &entry{namespace: st.Pod.Namespace, name: st.Pod.Name, finished: st.Removed, couldRun: couldHaveRunningContainers(st), pod: st.Pod}
 	if ok {
@@ -369,20 +381,29 @@ func (m *Manager) needsReconcile(e *entry) bool {
 func (m *Manager) syncPod(ctx context.Context, uid types.UID, e entry) error {
 	pod, err := m.client.GetPod(ctx, e.namespace, e.name)
 	if apierrors.IsNotFound(err) {
-		if e.finished {
+		switch {
+		case e.finished:
 			m.drop(uid) // gone from the API server and from the worker
+		case m.wrote(uid):
+			m.dropGone(uid) // gone from the API server, still killed
 		}
 		return nil
 	}
-	if apierrors.IsForbidden(err) && e.finished && m.wrote(uid) {
+	if apierrors.IsForbidden(err) && m.wrote(uid) {
 		// The node authorizer's answer for a pod no longer bound to the
 		// node (deleted): kubelet forgets such a status when the pod
-		// leaves its pod manager (RemoveOrphanedStatuses), and the
-		// worker has removed it already. A pod never written is retried:
-		// the authorizer learns of a new pod from its own watch, after
-		// the node may have rejected it at admission (finished at once;
-		// dropped, its Failed status never reached the API server).
-		m.drop(uid)
+		// leaves its pod manager (RemoveOrphanedStatuses). A pod the
+		// worker still holds (killed after a forced deletion) sends
+		// more statuses, which are not written (gone). A pod never
+		// written is retried: the authorizer learns of a new pod from
+		// its own watch, after the node may have rejected it at
+		// admission (finished at once; dropped, its Failed status never
+		// reached the API server).
+		if e.finished {
+			m.drop(uid)
+		} else {
+			m.dropGone(uid)
+		}
 		return nil
 	}
 	if err != nil {
@@ -447,6 +468,16 @@ func (m *Manager) Forget(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.forgetLocked(uid)
+	delete(m.gone, uid)
+}
+
+// dropGone forgets a pod the API server no longer has and ignores its
+// statuses until the worker's last.
+func (m *Manager) dropGone(uid types.UID) {
+	m.drop(uid)
+	m.mu.Lock()
+	m.gone[uid] = struct{}{}
+	m.mu.Unlock()
 }
 
 // drop forgets a pod (kubelet's deletePodStatus).

@@ -663,3 +663,53 @@ func (c *hangingClient) GetPod(ctx context.Context, ns, name string) (*corev1.Po
 	}
 	return nil, apierrors.NewTimeoutError("hung", 1)
 }
+
+// A pod deleted from the API server while the worker still kills it (a
+// forced deletion): the first refused read after a write drops its entry,
+// and the statuses the kill still sends are not read or written (each
+// cost a failing read before: ~2 a second per pod in the burst tier),
+// until the worker's last; a status after that is written again.
+func TestDeletedHeldPodIsNotReadAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"forbidden", apierrors.NewForbidden(corev1.Resource("pods"), "p", errors.New("no relationship found between node and this object"))},
+		{"not found", apierrors.NewNotFound(corev1.Resource("pods"), "p")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := testPod()
+			c := fake.NewClient(pod)
+			m, _ := newManager(c)
+			m.OnSync(pod.UID, state(pod, randomStatus(), true))
+			if v := verbs(t, m, c, false); v != "get,patch" {
+				t.Fatalf("calls %s", v)
+			}
+			deleting := pod.DeepCopy()
+			now := metav1.Now()
+			deleting.DeletionTimestamp = &now
+			m.OnSync(pod.UID, state(deleting, randomStatus(), true))
+			c.FailNext("get", tc.err)
+			if v := verbs(t, m, c, false); v != "get" {
+				t.Fatalf("calls %s, want the refused get", v)
+			}
+			for i := range 3 {
+				m.OnSync(pod.UID, state(deleting, randomStatus(), true))
+				if v := verbs(t, m, c, true); v != "" {
+					t.Fatalf("status %d of the deleted pod: calls %s, want none", i, v)
+				}
+			}
+			m.OnSync(pod.UID, removed(deleting, randomStatus()))
+			if v := verbs(t, m, c, true); v != "" {
+				t.Fatalf("the worker's last: calls %s", v)
+			}
+			if _, ok := m.Status(pod.UID); ok {
+				t.Fatal("entry kept")
+			}
+			m.OnSync(pod.UID, state(pod, randomStatus(), true))
+			if v := verbs(t, m, c, false); v != "get,patch" {
+				t.Fatalf("a status after the worker's last: calls %s, want it written", v)
+			}
+		})
+	}
+}
