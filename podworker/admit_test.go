@@ -249,63 +249,25 @@ func TestRejectedStatus(t *testing.T) {
 // (kubelet admitted it first, in order of creation): on a node with room
 // for one pod, the newcomer is rejected, the running pod keeps running.
 func TestAdmissionCountsRunningPodsNotYetSynced(t *testing.T) {
-	e := newEnv(t, nil)
-	survivor := testPod("survivor")
-	if err := e.workers.Upsert(survivor); err != nil {
+	rs := newRestarted(t)
+	if err := rs.w2.Upsert(testPod("newcomer")); err != nil {
 		t.Fatal(err)
 	}
-	e.waitFor("pod running", []types.UID{survivor.UID}, running)
-	e.workers.Close()
-
-	// The survivor's first status read in the new process waits until
-	// the newcomer has been decided.
-	blocked, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	remove := e.fake.Intercept(func(ctx context.Context, method string, req proto.Message) error {
-		if r, ok := req.(*runtimeapi.ListPodSandboxRequest); ok && method == "ListPodSandbox" && r.GetFilter().GetLabelSelector()[podsync.LabelPodUID] == string(survivor.UID) {
-			once.Do(func() { close(blocked) })
-			select {
-			case <-release:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		return nil
-	})
-	defer remove()
-	r := newAdmitter(t, "1")
-	decided := make(chan podworker.PodState, 1)
-	w2 := podworker.New(e.syncer, podworker.WithAdmission(r.admit), podworker.WithRelistPeriod(0), podworker.WithOnSync(func(_ types.UID, st podworker.PodState) {
-		if st.Pod.Name == "newcomer" {
-			select {
-			case decided <- st:
-			default:
-			}
-		}
-	}))
-	defer w2.Close()
-	if err := w2.Upsert(survivor); err != nil {
-		t.Fatal(err)
-	}
-	<-blocked
-	if err := w2.Upsert(testPod("newcomer")); err != nil {
-		t.Fatal(err)
-	}
-	st := <-decided
-	close(release)
+	st := <-rs.decided
+	close(rs.release)
 	if !st.Removed || st.APIStatus.Reason != "OutOfpods" {
 		t.Errorf("newcomer: removed %v, reason %q: want rejected OutOfpods (the survivor counts)", st.Removed, st.APIStatus.Reason)
 	}
-	if err := w2.WaitIdle(context.Background()); err != nil {
+	if err := rs.w2.WaitIdle(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := w2.Status(survivor.UID); !ok || !running(got) {
+	if got, ok := rs.w2.Status(rs.survivor.UID); !ok || !running(got) {
 		t.Error("the survivor does not run")
 	}
-	if _, asked := r.asked("survivor"); asked {
+	if _, asked := rs.r.asked("survivor"); asked {
 		t.Error("the survivor was admitted again")
 	}
-	if n := e.fake.CallCount("RunPodSandbox"); n != 1 {
+	if n := rs.e.fake.CallCount("RunPodSandbox"); n != 1 {
 		t.Errorf("%d sandboxes, want 1", n)
 	}
 }
@@ -314,6 +276,43 @@ func TestAdmissionCountsRunningPodsNotYetSynced(t *testing.T) {
 // restarted agent's pods from it and lists nothing (in a burst of new
 // pods, every admission finds pods not yet decided).
 func TestAdmissionTakesRunningPodsFromRelist(t *testing.T) {
+	rs := newRestarted(t)
+	if err := rs.w2.Relist(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	lists := rs.e.fake.CallCount("ListPodSandbox") + rs.e.fake.CallCount("ListContainers")
+	if err := rs.w2.Upsert(testPod("newcomer")); err != nil {
+		t.Fatal(err)
+	}
+	st := <-rs.decided
+	after := rs.e.fake.CallCount("ListPodSandbox") + rs.e.fake.CallCount("ListContainers")
+	close(rs.release)
+	if !st.Removed || st.APIStatus.Reason != "OutOfpods" {
+		t.Errorf("newcomer: removed %v, reason %q: want rejected OutOfpods (the survivor counts)", st.Removed, st.APIStatus.Reason)
+	}
+	if after != lists {
+		t.Errorf("the newcomer's admission made %d list calls, want none (the relist has the survivor)", after-lists)
+	}
+	if _, asked := rs.r.asked("survivor"); asked {
+		t.Error("the survivor was admitted again")
+	}
+}
+
+// restarted is a node after an agent restart: the survivor runs in the
+// runtime, the new Workers (w2, room for one pod) hold it, and its first
+// status read is blocked until release is closed, so its loop has not
+// reached its first sync; decided hears the newcomer's first state.
+type restarted struct {
+	e        *env
+	survivor *corev1.Pod
+	w2       *podworker.Workers
+	r        *recordingAdmitter
+	decided  chan podworker.PodState
+	release  chan struct{}
+}
+
+func newRestarted(t *testing.T) *restarted {
+	t.Helper()
 	e := newEnv(t, nil)
 	survivor := testPod("survivor")
 	if err := e.workers.Upsert(survivor); err != nil {
@@ -335,39 +334,20 @@ func TestAdmissionTakesRunningPodsFromRelist(t *testing.T) {
 		}
 		return nil
 	})
-	defer remove()
-	r := newAdmitter(t, "1")
-	decided := make(chan podworker.PodState, 1)
-	w2 := podworker.New(e.syncer, podworker.WithAdmission(r.admit), podworker.WithRelistPeriod(0), podworker.WithOnSync(func(_ types.UID, st podworker.PodState) {
+	t.Cleanup(remove)
+	rs := &restarted{e: e, survivor: survivor, r: newAdmitter(t, "1"), decided: make(chan podworker.PodState, 1), release: release}
+	rs.w2 = podworker.New(e.syncer, podworker.WithAdmission(rs.r.admit), podworker.WithRelistPeriod(0), podworker.WithOnSync(func(_ types.UID, st podworker.PodState) {
 		if st.Pod.Name == "newcomer" {
 			select {
-			case decided <- st:
+			case rs.decided <- st:
 			default:
 			}
 		}
 	}))
-	defer w2.Close()
-	if err := w2.Upsert(survivor); err != nil {
+	t.Cleanup(func() { rs.w2.Close() })
+	if err := rs.w2.Upsert(survivor); err != nil {
 		t.Fatal(err)
 	}
 	<-blocked
-	if err := w2.Relist(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	lists := e.fake.CallCount("ListPodSandbox") + e.fake.CallCount("ListContainers")
-	if err := w2.Upsert(testPod("newcomer")); err != nil {
-		t.Fatal(err)
-	}
-	st := <-decided
-	after := e.fake.CallCount("ListPodSandbox") + e.fake.CallCount("ListContainers")
-	close(release)
-	if !st.Removed || st.APIStatus.Reason != "OutOfpods" {
-		t.Errorf("newcomer: removed %v, reason %q: want rejected OutOfpods (the survivor counts)", st.Removed, st.APIStatus.Reason)
-	}
-	if after != lists {
-		t.Errorf("the newcomer's admission made %d list calls, want none (the relist has the survivor)", after-lists)
-	}
-	if _, asked := r.asked("survivor"); asked {
-		t.Error("the survivor was admitted again")
-	}
+	return rs
 }
